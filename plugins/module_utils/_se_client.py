@@ -1,0 +1,275 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The Scheduled Events client: requests, retries and errors. Internal use only.
+
+One client serves the modules, the controller plugins, the service daemon and
+the EDA source. The transport is injectable: the default is stdlib-only, the
+service daemon may pass one built on a requests session.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+import time
+
+from ._se_document import API_VERSIONS, DEFAULT_API_VERSION, decode_document, parse_document
+from ._se_errors import (
+    ImdsHttpError,
+    ImdsRedirectError,
+    ImdsTimeoutError,
+    ImdsUnreachableError,
+    InvalidParameterError,
+    MalformedDocumentError,
+    ScheduledEventsError,
+)
+from ._se_retry import RetryPolicy
+from ._se_transport import HttpClientTransport, split_origin
+
+DEFAULT_ENDPOINT = 'http://169.254.169.254/metadata/scheduledevents'
+DEFAULT_TIMEOUT = 10.0
+DEFAULT_RETRIES = 5
+# The first request enables Scheduled Events for the VM and may take up to
+# two minutes to be answered; a little margin on top.
+FIRST_CALL_TIMEOUT = 130.0
+# A VM that is not on Azure must fail fast rather than wait two minutes, so
+# connecting is bounded separately from waiting for the answer.
+CONNECT_TIMEOUT = 5.0
+USER_AGENT = 'azure_maintenance.scheduled_events/0.1.0'
+
+_API_VERSION_SHAPE = re.compile(r'^\d{4}-\d{2}-\d{2}(-preview)?$')
+
+_UNREACHABLE_HINT = ('Is this an Azure VM? Scheduled Events are only served to Azure VMs at '
+                     'http://169.254.169.254; set endpoint to reach the simulator or another address.')
+
+
+def validate_api_version(api_version):
+    """Return ``api_version`` if it can be sent, else raise InvalidParameterError."""
+    if not isinstance(api_version, str) or not _API_VERSION_SHAPE.match(api_version):
+        raise InvalidParameterError('api_version %r is not of the form YYYY-MM-DD; use one of %s (the old {latest} '
+                                    'form is not supported by IMDS)' % (api_version, ', '.join(API_VERSIONS)))
+    return api_version
+
+
+def validate_endpoint(endpoint):
+    """Return ``endpoint`` if usable as the scheduledevents URL, else raise InvalidParameterError."""
+    if not isinstance(endpoint, str) or not endpoint:
+        raise InvalidParameterError('endpoint must be a URL such as %s' % DEFAULT_ENDPOINT)
+    split_origin(endpoint)
+    if '?' in endpoint or '#' in endpoint:
+        raise InvalidParameterError('endpoint %r must not carry a query or fragment; set api_version instead' % endpoint)
+    return endpoint
+
+
+def origin_of(endpoint):
+    """``scheme://host:port`` of an endpoint, where the other IMDS paths live."""
+    scheme, host, port, dummy = split_origin(endpoint)
+    if ':' in host:
+        host = '[%s]' % host
+    return '%s://%s:%d' % (scheme, host, port)
+
+
+def _imds_message(body):
+    try:
+        data = json.loads(body.decode('utf-8'))
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        data = None
+    if isinstance(data, dict):
+        message = data.get('error') or data.get('message') or json.dumps(data, sort_keys=True)
+        newest = data.get('newest-versions')
+        if newest:
+            message = '%s (IMDS supports: %s)' % (message, ', '.join(str(v) for v in newest))
+        return str(message)
+    text = body.decode('utf-8', 'replace').strip() if isinstance(body, bytes) else str(body or '')
+    return text[:300]
+
+
+def _http_error(method, url, status, body, attempts):
+    """An ImdsHttpError whose message tells the user what to do about ``status``."""
+    imds_message = _imds_message(body)
+    lowered = imds_message.lower()
+    if status == 400 and 'metadata' in lowered and 'header' in lowered:
+        advice = ('the Metadata: true header did not reach IMDS. A proxy in between strips or rewrites it: IMDS '
+                  'must be reached directly, so exempt 169.254.169.254 from any proxy (NO_PROXY)')
+    elif status == 400 and 'api-version' in lowered:
+        advice = 'set api_version to a version IMDS supports'
+    elif status == 400 and 'forwarded' in lowered:
+        advice = 'IMDS rejects requests that went through a proxy (X-Forwarded-For); reach it directly'
+    elif status == 400:
+        advice = 'the request was refused as malformed; check the event ids and options'
+    elif status == 404:
+        advice = 'no such IMDS path: endpoint must end in /metadata/scheduledevents'
+    elif status == 405:
+        advice = 'IMDS does not allow %s on this path: check endpoint' % method
+    elif status == 410:
+        advice = 'IMDS kept answering 410 Gone for longer than the ~70 s it asks clients to retry for; try again later'
+    elif status == 429:
+        advice = ('IMDS kept throttling after %d attempts: more than about 5 requests per second reach IMDS from this '
+                  'VM; poll less often or stop other IMDS clients' % attempts)
+    elif status >= 500:
+        advice = 'IMDS had an internal error after %d attempts; this is usually transient, try again' % attempts
+    else:
+        advice = 'unexpected answer from IMDS'
+    message = 'IMDS answered HTTP %d to %s %s: %s. What to do: %s.' % (status, method, url, imds_message, advice)
+    return ImdsHttpError(message, url=url, status=status, imds_message=imds_message, body=body)
+
+
+def _retry_after_seconds(headers):
+    value = (headers or {}).get('retry-after')
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+class ImdsClient(object):
+    """Talks to one VM's IMDS Scheduled Events endpoint.
+
+    ``sleep`` and ``monotonic`` are injectable so waiting logic is testable
+    without real time; ``transport`` so the daemon can use its own session.
+    """
+
+    def __init__(self, endpoint=DEFAULT_ENDPOINT, api_version=DEFAULT_API_VERSION, timeout=DEFAULT_TIMEOUT,
+                 retries=DEFAULT_RETRIES, transport=None, policy=None, sleep=time.sleep, monotonic=time.monotonic,
+                 first_call_timeout=FIRST_CALL_TIMEOUT, connect_timeout=CONNECT_TIMEOUT):
+        self.endpoint = validate_endpoint(endpoint)
+        self.api_version = validate_api_version(api_version)
+        if timeout is None or timeout <= 0:
+            raise InvalidParameterError('timeout must be a positive number of seconds, got %r' % (timeout,))
+        if retries is None or retries < 0:
+            raise InvalidParameterError('retries must be 0 or more, got %r' % (retries,))
+        self.timeout = float(timeout)
+        self.first_call_timeout = max(float(first_call_timeout), self.timeout)
+        self.connect_timeout = min(float(connect_timeout), self.timeout)
+        self.transport = transport or HttpClientTransport()
+        self.policy = policy or RetryPolicy(retries=retries)
+        self.sleep = sleep
+        self.monotonic = monotonic
+        self.events_answered = False
+        self.attempt_log = []
+
+    @property
+    def events_url(self):
+        """The scheduledevents URL with its mandatory api-version."""
+        return '%s?api-version=%s' % (self.endpoint, self.api_version)
+
+    def close(self):
+        """Release the transport's kept-alive connection."""
+        close = getattr(self.transport, 'close', None)
+        if close:
+            close()
+
+    def _headers(self, body):
+        # Only what IMDS needs: Metadata proves the request was meant for it
+        # and X-Forwarded-For is never added (IMDS rejects it).
+        headers = {'Metadata': 'true', 'User-Agent': USER_AGENT}
+        if body is not None:
+            headers['Content-Type'] = 'application/json'
+        return headers
+
+    def request(self, method, url, body=None, read_timeout=None, deadline=None):
+        """Send a request with the retry policy; return the HttpResponse of a 2xx answer.
+
+        ``deadline`` (a ``monotonic`` value) stops retrying when reached.
+        Raises the matching ScheduledEventsError otherwise.
+        """
+        started = self.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            status, failure, error, response = None, None, None, None
+            try:
+                response = self.transport.request(method, url, self._headers(body), body,
+                                                  connect_timeout=self.connect_timeout,
+                                                  read_timeout=read_timeout or self.timeout)
+            except ImdsTimeoutError as exc:
+                failure, error = 'timeout', exc
+            except ImdsUnreachableError as exc:
+                failure, error = 'connection failure', exc
+            if response is not None:
+                status = response.status
+                if 200 <= status < 300:
+                    self.attempt_log.append((method, url, status))
+                    return response
+                if 300 <= status < 400:
+                    raise ImdsRedirectError(
+                        'IMDS at %s answered HTTP %d redirecting to %r. IMDS never redirects, so something between '
+                        'this host and IMDS (a proxy or an interception) answered instead; redirects are not followed. '
+                        'Reach IMDS directly.' % (url, status, response.headers.get('location')), url=url)
+                error = _http_error(method, url, status, response.body, attempt)
+            self.attempt_log.append((method, url, status if status is not None else failure))
+            now = self.monotonic()
+            remaining = None if deadline is None else deadline - now
+            decision = self.policy.decide(attempt, now - started, status=status, failure=failure,
+                                          retry_after=_retry_after_seconds(response.headers) if response else None,
+                                          remaining=remaining)
+            if not decision.retry:
+                raise self._final_error(error, method, url, status, attempt)
+            self.sleep(decision.delay)
+
+    def _final_error(self, error, method, url, status, attempts):
+        if status is not None:
+            # Rebuild so the message counts every attempt.
+            return _http_error(method, url, status, error.body, attempts)
+        if isinstance(error, ImdsTimeoutError):
+            return ImdsTimeoutError(
+                'IMDS at %s did not answer in time after %d attempts (%s). The first request to Scheduled Events can '
+                'take up to 2 minutes while Azure enables it; if this keeps happening, raise timeout. %s'
+                % (url, attempts, error.message, _UNREACHABLE_HINT), url=url)
+        return ImdsUnreachableError('IMDS unreachable at %s after %d attempts (%s). %s'
+                                    % (url, attempts, error.message, _UNREACHABLE_HINT), url=url)
+
+    def get_raw_document(self, deadline=None):
+        """GET the events document and return it decoded, untouched (a dict)."""
+        read_timeout = self.timeout if self.events_answered else self.first_call_timeout
+        started = self.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            response = self.request('GET', self.events_url, read_timeout=read_timeout, deadline=deadline)
+            self.events_answered = True
+            try:
+                document = decode_document(response.body)
+                parse_document(document, self.api_version)
+                return document
+            except MalformedDocumentError as exc:
+                now = self.monotonic()
+                decision = self.policy.decide(attempt, now - started, failure='malformed document',
+                                              remaining=None if deadline is None else deadline - now)
+                if not decision.retry:
+                    raise MalformedDocumentError('%s (from %s, %d attempts)' % (exc.message, self.events_url, attempt),
+                                                 url=self.events_url)
+                self.sleep(decision.delay)
+
+    def get_document(self, deadline=None):
+        """GET and normalize: returns ``(normalized, raw)``.
+
+        ``normalized`` is ``{'document_incarnation', 'events', 'warnings'}``.
+        """
+        raw = self.get_raw_document(deadline=deadline)
+        return parse_document(raw, self.api_version), raw
+
+    def approve(self, event_ids, deadline=None):
+        """POST one StartRequests body approving every id in ``event_ids``."""
+        ids = [str(event_id) for event_id in event_ids]
+        if not ids:
+            raise InvalidParameterError('no event ids to approve')
+        body = json.dumps({'StartRequests': [{'EventId': event_id} for event_id in ids]}).encode('utf-8')
+        self.request('POST', self.events_url, body=body, deadline=deadline)
+
+    def get_json(self, path_and_query, deadline=None):
+        """GET another IMDS path on the same origin and return its JSON."""
+        url = origin_of(self.endpoint) + path_and_query
+        response = self.request('GET', url, deadline=deadline)
+        try:
+            return decode_document(response.body)
+        except MalformedDocumentError as exc:
+            raise MalformedDocumentError('%s (from %s)' % (exc.message, url), url=url)
+
+
+__all__ = ['ImdsClient', 'DEFAULT_ENDPOINT', 'DEFAULT_TIMEOUT', 'DEFAULT_RETRIES', 'ScheduledEventsError',
+           'origin_of', 'validate_api_version', 'validate_endpoint']
