@@ -22,7 +22,7 @@ options:
         (for example C(http://127.0.0.1:18101/metadata/scheduledevents)) or an IMDS relay.
       - Other IMDS paths, such as the instance metadata used to learn O(resource_name), are taken from the same
         scheme, host and port.
-      - Proxy settings (C(HTTP_PROXY) and friends) are never applied and redirects are never followed:
+      - Proxy settings (C(HTTP_PROXY) and friends) are never applied and redirects are never followed;
         IMDS must be reached directly.
     type: str
     default: http://169.254.169.254/metadata/scheduledevents
