@@ -1,0 +1,55 @@
+# Set-up and test commands for azure_maintenance.scheduled_events.
+# The work is done by the scripts in tests/tooling/, so CI (.ci/run runs
+# `make test`) and people run exactly the same steps. Every target first makes
+# sure the machine is bootstrapped (Debian packages, .venv, ansible-test's pip
+# bootstrap), which is quick when nothing changed.
+
+SHELL := /bin/bash
+TOOLING := tests/tooling
+VENV_BIN := $(CURDIR)/.venv/bin
+# Integration targets to run (all when empty): make integration TARGETS="module_query lookup_events"
+TARGETS ?=
+# Arguments for the foreground simulator: make simulator SIMULATOR_ARGS="--help"
+SIMULATOR_ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help bootstrap test units simulator-tests sanity integration build benchmark simulator demo clean
+
+help: ## list the targets
+	@echo "Usage: make TARGET"
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+bootstrap: ## install missing Debian packages, create/update .venv, prepare ansible-test
+	bash $(TOOLING)/bootstrap.sh
+
+test: bootstrap ## run every stage: units, simulator-tests, sanity, integration, build
+	bash $(TOOLING)/run-all.sh
+
+units: bootstrap ## unit tests (pytest tests/unit)
+	bash $(TOOLING)/run-units.sh
+
+simulator-tests: bootstrap ## IMDS simulator tests (pytest tests/simulator/tests)
+	bash $(TOOLING)/run-simulator-tests.sh
+
+sanity: bootstrap ## ansible-test sanity on a staged copy of the collection
+	bash $(TOOLING)/run-sanity.sh
+
+integration: bootstrap ## ansible-test integration, local; TARGETS="a b" picks targets
+	bash $(TOOLING)/run-integration.sh $(TARGETS)
+
+build: bootstrap ## build and install the tarball, then ansible-doc every plugin from it
+	bash $(TOOLING)/build-check.sh
+
+benchmark: bootstrap ## run every tests/benchmarks/bench_*.py
+	bash $(TOOLING)/run-benchmarks.sh
+
+simulator: bootstrap ## run the IMDS simulator in the foreground (SIMULATOR_ARGS=...)
+	@test -x tests/simulator/imds-simulator || { echo "ERROR: tests/simulator/imds-simulator is missing or not executable." >&2; exit 1; }
+	PATH="$(VENV_BIN):$$PATH" tests/simulator/imds-simulator $(SIMULATOR_ARGS)
+
+demo: bootstrap ## run the demo (tests/tooling/demo)
+	@test -x $(TOOLING)/demo || { echo "ERROR: $(TOOLING)/demo is missing or not executable." >&2; exit 1; }
+	PATH="$(VENV_BIN):$$PATH" $(TOOLING)/demo
+
+clean: ## remove build/ (staged collection, tarballs)
+	rm -rf build

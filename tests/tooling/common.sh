@@ -1,0 +1,49 @@
+# Shared settings for the tests/tooling/*.sh scripts; sourced, never run.
+# shellcheck shell=bash
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+TOOLING_DIR="${REPO_ROOT}/tests/tooling"
+VENV_DIR="${VENV_DIR:-${REPO_ROOT}/.venv}"
+BUILD_DIR="${BUILD_DIR:-${REPO_ROOT}/build}"
+VENV_PYTHON="${VENV_DIR}/bin/python"
+
+# Scripts with "#!/usr/bin/env python" (the shebang ansible-test's sanity test
+# allows) must find the project's interpreter even where Debian ships no "python".
+export PATH="${VENV_DIR}/bin:${PATH}"
+
+banner() {
+    printf '\n==== %s ====\n' "$*"
+}
+
+die() {
+    printf 'ERROR: %s\n' "$*" >&2
+    exit 1
+}
+
+require_venv() {
+    [[ -x "${VENV_PYTHON}" ]] || die "${VENV_DIR} is missing: run 'make bootstrap' first."
+}
+
+# The X.Y version of the venv's Python; ansible-test runs only this version so
+# it never needs interpreters or containers the machine does not have.
+venv_python_version() {
+    "${VENV_PYTHON}" -c 'import sys; print("%d.%d" % sys.version_info[:2])'
+}
+
+# Copies the collection to build/ansible_collections/<ns>/<name>, checks that
+# ansible-test sees exactly the copied files, and prints the copy's path.
+stage_collection() {
+    "${VENV_PYTHON}" "${TOOLING_DIR}/stage_collection.py" --source "${REPO_ROOT}" --build-dir "${BUILD_DIR}"
+}
+
+# pytest exits 5 when it collects no test; a suite that is still empty is
+# reported but is not a failure.
+run_pytest() {
+    local status=0
+    "${VENV_PYTHON}" -m pytest "$@" || status=$?
+    if [[ ${status} -eq 5 ]]; then
+        printf 'NOTE: pytest collected no tests in %s\n' "$*"
+        return 0
+    fi
+    return "${status}"
+}

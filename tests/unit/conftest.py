@@ -1,0 +1,42 @@
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Make ``ansible_collections.azure_maintenance.scheduled_events`` importable.
+
+Unit tests import the collection by its real package path, as Ansible does.
+When the checkout is not already inside an ``ansible_collections/<ns>/<name>``
+tree (the usual case for a clone), a link tree is made in a temporary
+directory and put first on sys.path, and Ansible's collection loader is told
+about it so plugin imports resolve the same way they do under ansible-test.
+"""
+
+import os
+import sys
+import tempfile
+
+COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _collections_parent():
+    parts = COLLECTION_ROOT.split(os.sep)
+    if len(parts) >= 3 and parts[-3] == 'ansible_collections':
+        return os.sep.join(parts[:-3])
+    parent = tempfile.mkdtemp(prefix='se-unit-')
+    namespace_dir = os.path.join(parent, 'ansible_collections', 'azure_maintenance')
+    os.makedirs(namespace_dir)
+    os.symlink(COLLECTION_ROOT, os.path.join(namespace_dir, 'scheduled_events'))
+    return parent
+
+
+COLLECTIONS_PARENT = _collections_parent()
+if COLLECTIONS_PARENT not in sys.path:
+    sys.path.insert(0, COLLECTIONS_PARENT)
+os.environ['ANSIBLE_COLLECTIONS_PATH'] = COLLECTIONS_PARENT
+
+try:
+    from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
+except ImportError:  # ansible-core is not installed: only the core's stdlib code can be tested
+    _AnsibleCollectionFinder = None
+
+if _AnsibleCollectionFinder is not None:
+    # pylint: disable=protected-access
+    _AnsibleCollectionFinder(paths=[COLLECTIONS_PARENT])._install()
