@@ -42,7 +42,7 @@ options:
         is therefore given at least 130 seconds, whatever this is set to. Connecting is limited to 5 seconds (or
         this value if smaller), so a host that is not an Azure VM fails fast.
     type: float
-    default: 10
+    default: 10.0
   retries:
     description:
       - How many times to retry a request that failed with a connection error, a time-out, a malformed answer,

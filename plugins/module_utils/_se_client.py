@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import math
 import re
 import time
 
@@ -92,13 +93,14 @@ def _http_error(method, url, status, body, attempts):
     """An ImdsHttpError whose message tells the user what to do about ``status``."""
     imds_message = _imds_message(body)
     lowered = imds_message.lower()
-    if status == 400 and 'metadata' in lowered and 'header' in lowered:
-        advice = ('the Metadata: true header did not reach IMDS. A proxy in between strips or rewrites it: IMDS '
-                  'must be reached directly, so exempt 169.254.169.254 from any proxy (NO_PROXY)')
+    # Forwarded first: its message may also name the metadata service and a header.
+    if status == 400 and 'forwarded' in lowered:
+        advice = 'IMDS rejects requests that went through a proxy (X-Forwarded-For); reach it directly'
     elif status == 400 and 'api-version' in lowered:
         advice = 'set api_version to a version IMDS supports'
-    elif status == 400 and 'forwarded' in lowered:
-        advice = 'IMDS rejects requests that went through a proxy (X-Forwarded-For); reach it directly'
+    elif status == 400 and 'metadata' in lowered and 'header' in lowered:
+        advice = ('the Metadata: true header did not reach IMDS. A proxy in between strips or rewrites it: IMDS '
+                  'must be reached directly, so exempt 169.254.169.254 from any proxy (NO_PROXY)')
     elif status == 400:
         advice = 'the request was refused as malformed; check the event ids and options'
     elif status == 404:
@@ -126,6 +128,22 @@ def _retry_after_seconds(headers):
         return None
 
 
+def _number_or_none(value, kind):
+    # Configuration dicts (daemon, EDA source) arrive untyped: '10' is fine,
+    # 'ten' must become a clear error rather than a TypeError deep inside.
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        as_float = float(value)
+    except (TypeError, ValueError):
+        return None
+    if math.isnan(as_float) or math.isinf(as_float):
+        return None
+    if kind is int:
+        return int(as_float) if as_float.is_integer() else None
+    return as_float
+
+
 class ImdsClient(object):
     """Talks to one VM's IMDS Scheduled Events endpoint.
 
@@ -138,15 +156,17 @@ class ImdsClient(object):
                  first_call_timeout=FIRST_CALL_TIMEOUT, connect_timeout=CONNECT_TIMEOUT):
         self.endpoint = validate_endpoint(endpoint)
         self.api_version = validate_api_version(api_version)
-        if timeout is None or timeout <= 0:
+        timeout_seconds = _number_or_none(timeout, float)
+        if timeout_seconds is None or timeout_seconds <= 0:
             raise InvalidParameterError('timeout must be a positive number of seconds, got %r' % (timeout,))
-        if retries is None or retries < 0:
-            raise InvalidParameterError('retries must be 0 or more, got %r' % (retries,))
-        self.timeout = float(timeout)
+        retry_count = _number_or_none(retries, int)
+        if retry_count is None or retry_count < 0:
+            raise InvalidParameterError('retries must be a whole number, 0 or more, got %r' % (retries,))
+        self.timeout = timeout_seconds
         self.first_call_timeout = max(float(first_call_timeout), self.timeout)
         self.connect_timeout = min(float(connect_timeout), self.timeout)
         self.transport = transport or HttpClientTransport()
-        self.policy = policy or RetryPolicy(retries=retries)
+        self.policy = policy or RetryPolicy(retries=retry_count)
         self.sleep = sleep
         self.monotonic = monotonic
         self.events_answered = False

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import re
 
 from ._se_errors import MalformedDocumentError
 from ._se_time import normalize_not_before
@@ -66,22 +67,25 @@ def decode_document(body):
                                          'check that the endpoint is really IMDS or the simulator')
     try:
         return json.loads(body)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
+        # RecursionError: absurdly nested JSON, which no IMDS ever sends.
         excerpt = body[:120] + ('...' if len(body) > 120 else '')
         raise MalformedDocumentError('IMDS answered with a body that is not JSON (%s): %r. '
                                      'This is usually a passing fault; if it persists, check that the '
                                      'endpoint points to IMDS and that no proxy rewrites the answer' % (exc, excerpt))
 
 
+# ASCII digits only: str.isdigit() also accepts digits int() refuses ('²').
+_INTEGER_TEXT = re.compile(r'^\s*-?[0-9]+\s*$')
+
+
 def _incarnation(document):
     value = document.get('DocumentIncarnation')
     # bool is an int in Python, but true/false is no incarnation.
-    if isinstance(value, bool):
-        value = None
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().lstrip('-').isdigit():
-        return int(value.strip())
+    if isinstance(value, str) and _INTEGER_TEXT.match(value):
+        return int(value)
     raise MalformedDocumentError('Scheduled Events document has no integer DocumentIncarnation (got %r); '
                                  'check that the endpoint is the scheduledevents path' % (value,))
 
@@ -91,6 +95,9 @@ def _duration(value):
         return None
     if isinstance(value, int):
         return value
+    if isinstance(value, float):
+        # JSON writers may send 5.0 for 5; a fractional duration is no IMDS value.
+        return int(value) if value.is_integer() else None
     try:
         return int(str(value).strip())
     except ValueError:

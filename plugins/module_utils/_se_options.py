@@ -50,5 +50,6 @@ def client_from_options(options, **client_kwargs):
         value = options.get(name)
         return COMMON_ARGUMENT_SPEC[name].get('default') if value is None else value
 
+    # ImdsClient checks and converts the numbers, with messages naming the option.
     return ImdsClient(endpoint=pick('endpoint'), api_version=pick('api_version'),
-                      timeout=float(pick('timeout')), retries=int(pick('retries')), **client_kwargs)
+                      timeout=pick('timeout'), retries=pick('retries'), **client_kwargs)

@@ -61,7 +61,9 @@ class RetryPolicy(object):
 
     def backoff(self, attempt):
         """Delay before retry number ``attempt`` (1 for the first retry)."""
-        ceiling = min(self.max_delay, self.base_delay * (2 ** max(0, attempt - 1)))
+        # The exponent is capped because max_delay is reached long before,
+        # and 2 ** 1100 no longer converts to a float.
+        ceiling = min(self.max_delay, self.base_delay * (2 ** min(max(0, attempt - 1), 32)))
         # Jitter spreads the retries of many VMs hit by the same IMDS hiccup.
         return ceiling * (1.0 - self.jitter * self.random_func())
 
@@ -92,6 +94,6 @@ class RetryPolicy(object):
                 what = ('HTTP %d' % status) if status is not None else (failure or 'failure')
                 return RetryDecision(False, 0.0, '%s after %d attempts; giving up' % (what, attempt))
             reason = ('HTTP %d' % status) if status is not None else (failure or 'connection failure')
-        if remaining is not None and delay > remaining:
+        if remaining is not None and (remaining <= 0 or delay > remaining):
             return RetryDecision(False, 0.0, '%s and no time left to retry' % reason)
         return RetryDecision(True, delay, reason)

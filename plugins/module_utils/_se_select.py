@@ -16,7 +16,9 @@ import re
 
 from ._se_time import seconds_until
 
-_EVENT_ID = re.compile(r'^\{?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\}?$')
+_GUID = r'[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}'
+# Braces are accepted in pairs only: '{abc...' is a typo, not an id.
+_EVENT_ID = re.compile(r'^(?:%s|\{%s\})$' % (_GUID, _GUID))
 
 # Fields whose change makes an event "changed" for pollers. Description and
 # other texts are compared too: a new text is news to a human reading logs.
@@ -72,6 +74,9 @@ def is_leader(event, resource_name):
 def _matches(value, wanted):
     if not wanted:
         return True
+    if isinstance(wanted, str):
+        # One value given where a list is documented must not match letter by letter.
+        wanted = [wanted]
     if value is None:
         return False
     value = value.lower()
@@ -99,9 +104,14 @@ def find_event(events, event_id):
     return None
 
 
+def _status_is(event, status):
+    value = event.get('event_status')
+    return isinstance(value, str) and value.lower() == status.lower()
+
+
 def is_pending(event):
     """True while an event is Scheduled or Started (i.e. still in the document)."""
-    return event.get('event_status') in ('Scheduled', 'Started')
+    return _status_is(event, 'Scheduled') or _status_is(event, 'Started')
 
 
 def maintenance_pending(events, resource_name):
@@ -159,4 +169,4 @@ def diff_events(previous, current):
 
 def became_started(change):
     """True if a ``changed`` entry of ``diff_events`` is a move to Started."""
-    return change['after'].get('event_status') == 'Started' and change['before'].get('event_status') != 'Started'
+    return _status_is(change['after'], 'Started') and not _status_is(change['before'], 'Started')

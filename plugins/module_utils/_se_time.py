@@ -50,6 +50,16 @@ def _epoch_from_parts(year, month, day, hour, minute, second, offset_seconds=0):
     return calendar.timegm((year, month, day, hour, minute, min(second, 59), 0, 0, 0)) - offset_seconds
 
 
+# Real zones stay within a day of UTC; '+9999' is junk, not a 99-hour offset.
+_MAX_ZONE_OFFSET_SECONDS = 24 * 3600
+
+
+def _checked_offset(offset_seconds):
+    if abs(offset_seconds) >= _MAX_ZONE_OFFSET_SECONDS:
+        raise ValueError('zone offset out of range')
+    return offset_seconds
+
+
 def _zone_offset_seconds(zone):
     if zone is None or zone.upper() in ('Z', 'UTC', 'GMT'):
         return 0
@@ -57,7 +67,9 @@ def _zone_offset_seconds(zone):
     digits = zone[1:].replace(':', '')
     hours = int(digits[:2])
     minutes = int(digits[2:4]) if len(digits) > 2 else 0
-    return sign * (hours * 3600 + minutes * 60)
+    if minutes > 59:
+        raise ValueError('zone minutes out of range')
+    return _checked_offset(sign * (hours * 3600 + minutes * 60))
 
 
 def _parse_iso_8601(text):
@@ -95,7 +107,7 @@ def _parse_rfc_2822_family(text):
     if parsed is None:
         return None
     year, month, day, hour, minute, second = parsed[:6]
-    offset = parsed[9] or 0
+    offset = _checked_offset(parsed[9] or 0)
     return _epoch_from_parts(year, month, day, hour, minute, second, offset)
 
 
@@ -110,10 +122,20 @@ def parse_timestamp(text):
     text = text.strip()
     if not text:
         return None
+    try:
+        # Every accepted form is ASCII; without this, regex \d and int() would
+        # also read digits of other scripts.
+        text.encode('ascii')
+    except UnicodeEncodeError:
+        return None
     for parser in (_parse_rfc_2822_family, _parse_iso_8601, _parse_us_datetime):
         try:
             epoch = parser(text)
-        except (ValueError, OverflowError, IndexError, TypeError):
+            if epoch is not None:
+                # Callers format what they get; an epoch the platform's gmtime
+                # cannot represent must count as unreadable here, not raise there.
+                time.gmtime(epoch)
+        except (ValueError, OverflowError, IndexError, TypeError, OSError):
             epoch = None
         if epoch is not None:
             return epoch
