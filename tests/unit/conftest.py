@@ -9,7 +9,9 @@ directory and put first on sys.path, and Ansible's collection loader is told
 about it so plugin imports resolve the same way they do under ansible-test.
 """
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
@@ -21,6 +23,8 @@ def _collections_parent():
     if len(parts) >= 3 and parts[-3] == 'ansible_collections':
         return os.sep.join(parts[:-3])
     parent = tempfile.mkdtemp(prefix='se-unit-')
+    # rmtree does not follow the symlink, so the checkout itself is safe.
+    atexit.register(shutil.rmtree, parent, True)
     namespace_dir = os.path.join(parent, 'ansible_collections', 'azure_maintenance')
     os.makedirs(namespace_dir)
     os.symlink(COLLECTION_ROOT, os.path.join(namespace_dir, 'scheduled_events'))
