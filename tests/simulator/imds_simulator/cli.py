@@ -1,0 +1,246 @@
+"""Command line: run the simulator in the foreground, in the background, or stop it."""
+
+import argparse
+import copy
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from .clock import check_speed
+from .config import DEFAULT_CONFIG, ConfigError, load_config_file, parse_listen, validate_config
+from .simulator import Simulator
+
+__all__ = ['main']
+
+_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'imds-simulator')
+_START_TIMEOUT_SECONDS = 20
+_STOP_TIMEOUT_SECONDS = 10
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog='imds-simulator',
+        description='Simulate the Azure IMDS Scheduled Events endpoint of several VMs on loopback. '
+                    'See docs/simulator.md.')
+    parser.add_argument('--config', metavar='FILE.json', help='world configuration (default: VMs WestNO_0 '
+                        'and WestNO_1 at 127.0.0.1:18101 and :18102)')
+    parser.add_argument('--control', metavar='HOST:PORT', default='127.0.0.1:18079',
+                        help='loopback address of the control API (default: %(default)s)')
+    parser.add_argument('--speed', type=float, metavar='FACTOR',
+                        help='simulated seconds per real second (overrides the config)')
+    parser.add_argument('--background', action='store_true',
+                        help='detach, wait until every port answers, print the pid and exit')
+    parser.add_argument('--stop', action='store_true', help='stop the simulator whose pid is in --pidfile')
+    parser.add_argument('--pidfile', metavar='PATH', help='pid file (required with --background and --stop)')
+    parser.add_argument('--log-file', metavar='PATH',
+                        help='where a --background simulator logs (default: the pid file path + ".log")')
+    parser.add_argument('--log-level', default='INFO', choices=('DEBUG', 'INFO', 'WARNING', 'ERROR'),
+                        type=str.upper, help='log verbosity (default: %(default)s)')
+    return parser
+
+
+def _fail(message, code=1):
+    print('imds-simulator: error: %s' % message, file=sys.stderr)
+    return code
+
+
+def _load_config(args):
+    if args.config:
+        config = load_config_file(args.config)
+    else:
+        config = validate_config(copy.deepcopy(DEFAULT_CONFIG))
+    if args.speed is not None:
+        try:
+            config['speed'] = check_speed(args.speed)
+        except ValueError as exc:
+            raise ConfigError('--speed: %s' % exc) from None
+    return config
+
+
+def _read_pid(pidfile):
+    try:
+        with open(pidfile, encoding='ascii') as handle:
+            text = handle.read().strip()
+    except FileNotFoundError:
+        return None
+    if not text.isdigit():
+        raise ConfigError('pid file %s does not hold a pid (%r); remove it' % (pidfile, text[:40]))
+    return int(text)
+
+
+def _is_simulator(pid):
+    """True if ``pid`` runs this simulator (a pid reused by another program is not ours)."""
+    try:
+        with open('/proc/%d/cmdline' % pid, 'rb') as handle:
+            command_line = handle.read()
+    except OSError:
+        return False
+    return b'imds-simulator' in command_line or b'imds_simulator' in command_line
+
+
+def _remove_pidfile(pidfile, pid):
+    try:
+        if _read_pid(pidfile) == pid:
+            os.unlink(pidfile)
+    except (OSError, ConfigError):
+        pass
+
+
+def _write_pidfile(pidfile, pid):
+    directory = os.path.dirname(os.path.abspath(pidfile))
+    os.makedirs(directory, exist_ok=True)
+    temporary = '%s.%d.tmp' % (pidfile, pid)
+    with open(temporary, 'w', encoding='ascii') as handle:
+        handle.write('%d\n' % pid)
+    os.replace(temporary, pidfile)
+
+
+def _accepts(address, timeout=0.5):
+    family = socket.AF_INET6 if ':' in address[0] else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.settimeout(timeout)
+        return probe.connect_ex(address) == 0
+
+
+def stop(pidfile):
+    pid = _read_pid(pidfile)
+    if pid is None:
+        print('imds-simulator: no pid file %s, nothing to stop' % pidfile)
+        return 0
+    if not _is_simulator(pid):
+        os.unlink(pidfile)
+        print('imds-simulator: pid %d from %s is not running (stale pid file removed)' % (pid, pidfile))
+        return 0
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + _STOP_TIMEOUT_SECONDS
+    while time.monotonic() < deadline and _is_simulator(pid):
+        time.sleep(0.1)
+    if _is_simulator(pid):
+        os.kill(pid, signal.SIGKILL)
+        print('imds-simulator: pid %d ignored SIGTERM for %ds and was killed' % (pid, _STOP_TIMEOUT_SECONDS),
+              file=sys.stderr)
+    _remove_pidfile(pidfile, pid)
+    print('imds-simulator: stopped pid %d' % pid)
+    return 0
+
+
+def _start_background(args, config, argv):
+    pidfile = os.path.abspath(args.pidfile)
+    running = _read_pid(pidfile)
+    if running is not None and _is_simulator(running):
+        return _fail('a simulator already runs with pid %d (pid file %s); stop it with --stop --pidfile %s'
+                     % (running, pidfile, pidfile))
+    log_file = os.path.abspath(args.log_file or pidfile + '.log')
+    child_args = _absolute_paths(_without_options(argv, ('--background',), ('--log-file',)))
+    with open(log_file, 'ab') as log_handle:
+        child = subprocess.Popen([sys.executable, _SCRIPT] + child_args + ['--log-file', log_file],
+                                 stdin=subprocess.DEVNULL, stdout=log_handle, stderr=log_handle,
+                                 start_new_session=True, close_fds=True)
+    addresses = [parse_listen(args.control, '--control')] + [parse_listen(vm['listen']) for vm in config['vms']]
+    deadline = time.monotonic() + _START_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if child.poll() is not None:
+            return _fail('the simulator exited with code %d while starting:\n%s'
+                         % (child.returncode, _tail(log_file)))
+        # The pid file is written only after every port was bound by the
+        # child, so a port answering for another program does not count.
+        if _read_pid(pidfile) == child.pid and all(_accepts(address) for address in addresses):
+            print(child.pid)
+            return 0
+        time.sleep(0.1)
+    child.kill()
+    child.wait(timeout=5)
+    return _fail('the simulator did not answer on all ports within %ds; see %s' % (_START_TIMEOUT_SECONDS, log_file))
+
+
+def _without_options(argv, flags, valued):
+    """``argv`` minus the ``flags`` and the ``valued`` options with their values."""
+    result, skip_next = [], False
+    for arg in argv:
+        if skip_next:
+            skip_next = False
+        elif arg in flags or any(arg.startswith(option + '=') for option in valued):
+            continue
+        elif arg in valued:
+            skip_next = True
+        else:
+            result.append(arg)
+    return result
+
+
+def _absolute_paths(argv):
+    result, make_absolute = [], False
+    for arg in argv:
+        if make_absolute:
+            arg = os.path.abspath(arg)
+        make_absolute = arg in ('--config', '--pidfile', '--log-file')
+        for option in ('--config=', '--pidfile=', '--log-file='):
+            if arg.startswith(option):
+                arg = option + os.path.abspath(arg[len(option):])
+        result.append(arg)
+    return result
+
+
+def _tail(path, lines=15):
+    try:
+        with open(path, encoding='utf-8', errors='replace') as handle:
+            return ''.join(handle.readlines()[-lines:]).rstrip()
+    except OSError:
+        return '(no log at %s)' % path
+
+
+def _run_foreground(args, config):
+    stopping = threading.Event()
+    simulator = Simulator(config, args.control)
+    try:
+        simulator.start()
+    except OSError as exc:
+        return _fail(exc.strerror or str(exc))
+    if args.pidfile:
+        _write_pidfile(args.pidfile, os.getpid())
+
+    def request_stop(signum, frame):
+        logging.getLogger('imds_simulator').info('signal %d: stopping', signum)
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    try:
+        # A timed wait keeps the main thread responsive to signals.
+        while not stopping.wait(0.5):
+            pass
+    finally:
+        simulator.stop()
+        if args.pidfile:
+            _remove_pidfile(args.pidfile, os.getpid())
+    return 0
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=getattr(logging, args.log_level), filename=args.log_file if not args.background else None,
+                        format='%(asctime)s %(levelname)s %(name)s: %(message)s')
+    if (args.background or args.stop) and not args.pidfile:
+        return _fail('--%s needs --pidfile PATH' % ('background' if args.background else 'stop'), 2)
+    if args.background and args.stop:
+        return _fail('give --background or --stop, not both', 2)
+    try:
+        if args.stop:
+            return stop(args.pidfile)
+        parse_listen(args.control, '--control')
+        config = _load_config(args)
+        if args.background:
+            return _start_background(args, config, argv)
+        return _run_foreground(args, config)
+    except ConfigError as exc:
+        return _fail(str(exc), 2)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""Fixtures: an in-process simulator on free loopback ports, and raw IMDS calls."""
+
+import contextlib
+import http.client
+import json
+import os
+import socket
+import sys
+
+import pytest
+
+SIMULATOR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(SIMULATOR_DIR, 'imds-simulator')
+if SIMULATOR_DIR not in sys.path:
+    sys.path.insert(0, SIMULATOR_DIR)
+
+from imds_simulator.control_client import SimulatorControl  # noqa: E402
+from imds_simulator.simulator import Simulator  # noqa: E402
+
+API = '2020-07-01'
+SE_PATH = '/metadata/scheduledevents'
+
+
+def free_port(host='127.0.0.1'):
+    """A port nothing listens on right now (the kernel picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+class Response:
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    @property
+    def json(self):
+        return json.loads(self.body.decode('utf-8'))
+
+
+def call(address, method='GET', path=SE_PATH, api_version=API, headers=None, body=None, query=None,
+         connection=None):
+    """One raw HTTP request to ``address`` ((host, port)); ``Metadata: true`` unless headers say otherwise."""
+    target = path
+    if query is not None:
+        target += '?' + query
+    elif api_version is not None:
+        target += '?api-version=' + api_version
+    sent_headers = {'Metadata': 'true'} if headers is None else dict(headers)
+    if body is not None and not isinstance(body, bytes):
+        body = json.dumps(body).encode('utf-8')
+    own = connection is None
+    if own:
+        connection = http.client.HTTPConnection(*address, timeout=10)
+    try:
+        connection.request(method, target, body=body, headers=sent_headers)
+        response = connection.getresponse()
+        return Response(response.status, response.headers, response.read())
+    finally:
+        if own:
+            connection.close()
+
+
+class Sim:
+    """A running in-process simulator plus handy accessors for tests."""
+
+    def __init__(self, simulator):
+        self.simulator = simulator
+        self.world = simulator.world
+        self.control = SimulatorControl(simulator.control_url)
+
+    def address(self, vm):
+        return self.world.vms[vm].address
+
+    def get(self, vm, **kwargs):
+        return call(self.address(vm), **kwargs)
+
+    def document(self, vm, api_version=API):
+        response = self.get(vm, api_version=api_version)
+        assert response.status == 200, response.body
+        return response.json
+
+    def approve(self, vm, *event_ids, api_version=API):
+        body = {'StartRequests': [{'EventId': event_id} for event_id in event_ids]}
+        return self.get(vm, method='POST', body=body, api_version=api_version)
+
+
+def world_config(vm_count=2, throttle=False, **extra):
+    """A config of ``vm_count`` VMs in one group on free ports, throttle off unless asked."""
+    vms = [{'name': 'vm%d' % index, 'listen': '127.0.0.1:%d' % free_port(), 'group': 'avset',
+            'platformUpdateDomain': str(index), 'platformFaultDomain': str(index % 2)}
+           for index in range(vm_count)]
+    config = {'vms': vms, 'throttle': {'enabled': throttle, 'per_second': 5}}
+    config.update(extra)
+    return config
+
+
+@contextlib.contextmanager
+def running(config):
+    simulator = Simulator(config, '127.0.0.1:%d' % free_port())
+    simulator.start()
+    try:
+        yield Sim(simulator)
+    finally:
+        simulator.stop()
+
+
+@pytest.fixture
+def sim():
+    with running(world_config()) as started:
+        yield started
+
+
+@pytest.fixture
+def make_sim():
+    """Start simulators with custom configs; all are stopped after the test."""
+    with contextlib.ExitStack() as stack:
+        yield lambda config: stack.enter_context(running(config))

@@ -1,0 +1,129 @@
+"""The imds-simulator command: foreground with signals, --background, --stop, start errors."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import SCRIPT, free_port
+from imds_simulator.control_client import SimulatorControl, imds_get
+
+
+def write_config(tmp_path, **extra):
+    config = {'vms': [{'name': 'cli_0', 'listen': '127.0.0.1:%d' % free_port()},
+                      {'name': 'cli_1', 'listen': '127.0.0.1:%d' % free_port()}]}
+    config.update(extra)
+    path = tmp_path / 'world.json'
+    path.write_text(json.dumps(config))
+    return path, config
+
+
+def run(*args, timeout=30):
+    return subprocess.run([sys.executable, SCRIPT] + list(args), capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+@pytest.fixture
+def background(tmp_path):
+    """Start a --background simulator; it is stopped (and checked gone) afterwards."""
+    pidfile = tmp_path / 'sim.pid'
+    started = []
+
+    def start(*args):
+        result = run('--background', '--pidfile', str(pidfile), *args)
+        if result.returncode == 0:
+            started.append(int(result.stdout.strip()))
+        return result
+
+    yield start, pidfile
+    for pid in started:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and os.path.exists('/proc/%d' % pid):
+            time.sleep(0.05)
+
+
+def test_background_start_and_stop(tmp_path, background):
+    start, pidfile = background
+    config_path, config = write_config(tmp_path)
+    control = '127.0.0.1:%d' % free_port()
+    result = start('--config', str(config_path), '--control', control, '--speed', '50')
+    assert result.returncode == 0, result.stderr
+    pid = int(result.stdout.strip())
+    assert int(pidfile.read_text()) == pid
+    client = SimulatorControl('http://' + control)
+    assert client.health() == {'ok': True}
+    assert client.clock()['speed'] == 50
+    status, document = imds_get('http://' + config['vms'][1]['listen'])
+    assert (status, document) == (200, {'DocumentIncarnation': 1, 'Events': []})
+    again = start('--config', str(config_path), '--control', control)
+    assert again.returncode != 0 and 'already runs' in again.stderr
+    stopped = run('--stop', '--pidfile', str(pidfile))
+    assert stopped.returncode == 0 and 'stopped' in stopped.stdout
+    assert not pidfile.exists()
+    assert not os.path.exists('/proc/%d' % pid) or open('/proc/%d/stat' % pid).read().split()[2] == 'Z'
+    with pytest.raises(OSError):
+        socket.create_connection(('127.0.0.1', int(control.rsplit(':', 1)[1])), timeout=1).close()
+    assert run('--stop', '--pidfile', str(pidfile)).returncode == 0
+
+
+def test_background_fails_clearly_when_a_port_is_in_use(tmp_path, background):
+    start, pidfile = background
+    busy = socket.socket()
+    busy.bind(('127.0.0.1', 0))
+    busy.listen(1)
+    try:
+        port = busy.getsockname()[1]
+        config_path, dummy = write_config(tmp_path, vms=[{'name': 'x', 'listen': '127.0.0.1:%d' % port}])
+        result = start('--config', str(config_path), '--control', '127.0.0.1:%d' % free_port())
+        assert result.returncode != 0
+        assert str(port) in result.stderr and 'cannot listen' in result.stderr
+        assert not pidfile.exists()
+    finally:
+        busy.close()
+
+
+def test_bad_config_exits_2_naming_the_field(tmp_path):
+    path = tmp_path / 'bad.json'
+    path.write_text(json.dumps({'vms': [{'name': 'x', 'listen': '10.1.1.1:80'}]}))
+    result = run('--config', str(path))
+    assert result.returncode == 2
+    assert 'vms[0].listen' in result.stderr and 'loopback' in result.stderr
+    assert run('--background').returncode == 2
+    assert run('--control', '8.8.8.8:53').returncode == 2
+
+
+def test_foreground_default_world_stops_on_sigterm_and_sigint(tmp_path):
+    # The default world needs 18101/18102; skip rather than fight a
+    # simulator a developer left running.
+    for port in (18101, 18102):
+        with socket.socket() as probe:
+            if probe.connect_ex(('127.0.0.1', port)) == 0:
+                pytest.skip('127.0.0.1:%d is busy' % port)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        control = '127.0.0.1:%d' % free_port()
+        pidfile = tmp_path / ('fg%d.pid' % signum)
+        process = subprocess.Popen([sys.executable, SCRIPT, '--control', control, '--pidfile', str(pidfile)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            client = SimulatorControl('http://' + control)
+            client.wait_until_up(timeout=10)
+            names = [vm['name'] for vm in client.state()['vms']]
+            assert names == ['WestNO_0', 'WestNO_1']
+            compute = imds_get('http://127.0.0.1:18101', '/metadata/instance/compute', '2021-02-01')[1]
+            assert compute['name'] == 'WestNO_0'
+            process.send_signal(signum)
+            assert process.wait(timeout=10) == 0
+            assert not pidfile.exists()
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.communicate(timeout=10)

@@ -1,0 +1,105 @@
+"""Impact commands: start and end phases, placeholders, no shell, recorded runs."""
+
+import sys
+import time
+
+import pytest
+
+from conftest import world_config
+
+RECORDER = r'''
+import sys
+with open(sys.argv[1], "a") as out:
+    out.write(" ".join(sys.argv[2:]) + "\n")
+sys.exit(3 if sys.argv[2] == "end" else 0)
+'''
+
+
+@pytest.fixture
+def recorder(tmp_path):
+    script = tmp_path / 'record.py'
+    script.write_text(RECORDER)
+    output = tmp_path / 'impacts.txt'
+    command = [sys.executable, str(script), str(output), '{phase}', '{vm}', '{event_id}', '{event_type}',
+               '{duration}', '$HOME;{phase}']
+    return command, output
+
+
+def wait_for_lines(path, count, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            lines = path.read_text().splitlines()
+            if len(lines) >= count:
+                return lines
+        time.sleep(0.02)
+    raise AssertionError('expected %d lines in %s' % (count, path))
+
+
+def test_config_impact_command_runs_start_then_end_per_vm(make_sim, recorder):
+    command, output = recorder
+    sim = make_sim(world_config(impact_command=command))
+    event_id = sim.control.create_event('Freeze', ['vm0', 'vm1'], duration_seconds=5)
+    sim.approve('vm0', event_id)
+    lines = wait_for_lines(output, 2)
+    assert sorted(lines) == sorted('start %s %s Freeze 5 $HOME;start' % (vm, event_id) for vm in ('vm0', 'vm1'))
+    sim.control.advance_clock(4)
+    time.sleep(0.2)
+    assert len(output.read_text().splitlines()) == 2
+    sim.control.advance_clock(2)
+    lines = wait_for_lines(output, 4)
+    assert sorted(lines[2:]) == sorted('end %s %s Freeze 5 $HOME;end' % (vm, event_id) for vm in ('vm0', 'vm1'))
+
+    def all_finished(control):
+        records = control.impacts()
+        return records if all(record['exit_code'] is not None for record in records) else None
+
+    records = sim.control.wait_for(all_finished)
+    assert [(r['phase'], r['exit_code']) for r in records] == [('start', 0), ('start', 0), ('end', 3), ('end', 3)]
+    assert records[0]['argv'][0] == sys.executable
+
+
+def test_impact_seconds_default_to_7_when_duration_unknown(make_sim, recorder):
+    command, output = recorder
+    sim = make_sim(world_config(impact_command=command))
+    sim.control.create_event('Reboot', ['vm0'], hardware_failure=True)
+    wait_for_lines(output, 1)
+    sim.control.advance_clock(6.5)
+    time.sleep(0.2)
+    assert len(output.read_text().splitlines()) == 1
+    sim.control.advance_clock(1)
+    assert wait_for_lines(output, 2)[1].startswith('end vm0')
+
+
+def test_per_event_command_and_impact_seconds_override(sim, recorder):
+    command, output = recorder
+    sim.control.create_event('Redeploy', ['vm1'], impact_command=command, impact_seconds=30, linger_seconds=20,
+                             not_before_seconds=0)
+    assert wait_for_lines(output, 1)[0].startswith('start vm1')
+    # Removal comes first here (linger 20 < impact 30): the end phase runs then.
+    sim.control.advance_clock(21)
+    assert wait_for_lines(output, 2)[1].startswith('end vm1')
+
+
+def test_missing_program_is_recorded_not_fatal(make_sim):
+    sim = make_sim(world_config(impact_command=['/nonexistent/impact-tool', '{phase}']))
+    event_id = sim.control.create_event('Freeze', ['vm0'])
+    sim.approve('vm0', event_id)
+    record = sim.control.impacts()[0]
+    assert record['pid'] is None and 'nonexistent' in record['error']
+    assert sim.document('vm0')['Events'][0]['EventStatus'] == 'Started'
+
+
+def test_slow_command_does_not_block_the_simulator(make_sim, tmp_path):
+    sim = make_sim(world_config(impact_command=[sys.executable, '-c', 'import time; time.sleep(3)']))
+    event_id = sim.control.create_event('Freeze', ['vm0'])
+    started = time.monotonic()
+    assert sim.approve('vm0', event_id).status == 200
+    assert time.monotonic() - started < 1.0
+    assert sim.control.impacts()[0]['exit_code'] is None
+
+
+def test_no_command_no_runs(sim):
+    event_id = sim.control.create_event('Freeze', ['vm0'])
+    sim.approve('vm0', event_id)
+    assert sim.control.impacts() == []
