@@ -78,8 +78,8 @@ def poll_until(client, condition, wait_timeout, poll_interval=DEFAULT_POLL_INTER
     if last_document is not None and describe is not None:
         state = describe(last_document)
     elif last_document is not None:
-        state = 'DocumentIncarnation %s with %d event(s)' % (last_document['document_incarnation'],
-                                                              len(last_document['events']))
+        state = 'DocumentIncarnation %s with %d event(s)' % (
+            last_document['document_incarnation'], len(last_document['events']))
     else:
         state = 'no document could be read'
     if last_error is not None:
