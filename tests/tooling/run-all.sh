@@ -12,6 +12,7 @@ STAGES=(
     "simulator-tests:run-simulator-tests.sh"
     "sanity:run-sanity.sh"
     "integration:run-integration.sh"
+    "system-tests:run-system-tests.sh"
     "build:build-check.sh"
 )
 

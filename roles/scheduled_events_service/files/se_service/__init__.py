@@ -1,0 +1,12 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The Scheduled Events hook service daemon.
+
+Everything about the IMDS protocol comes from the collection's shared core,
+which ``core_loader`` imports as the package ``se_core``; this package only
+adds what a long-running poller needs (state, hooks, metrics, notifications).
+"""
+
+VERSION = '0.1.0'

@@ -1,0 +1,550 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The running service: the poll loop, the hook runner, approvals, signals.
+
+Two threads share the state under one lock. The main thread polls on a fixed
+beat, folds each document into the state, approves and saves. The runner
+thread runs the phases due, one hook at a time across all events (two drains
+at once are rarely what anyone wants), and saves the state before each hook
+starts and after it ends. When a prepare phase ends it wakes the main thread,
+so an approval waiting on it goes out at once, not at the next poll.
+"""
+
+import copy
+import os
+import signal
+import threading
+import time
+
+from se_core._se_client import ImdsClient
+from se_core._se_errors import (
+    ImdsHttpError,
+    ImdsRedirectError,
+    ImdsTimeoutError,
+    ImdsUnreachableError,
+    MalformedDocumentError,
+    ScheduledEventsError,
+)
+from se_core._se_identity import SOURCE_HOSTNAME, resolve_resource_name
+from se_core._se_select import annotate_event, event_id_key
+
+from . import hooks as hook_runner
+from .config import PHASES, ConfigError, load_config, validate_loopback_listen
+from .logs import configure_logging
+from .metrics import Metrics, MetricsServer, write_textfile
+from .notify import EventLog, WebhookNotifier, make_record
+from .reconcile import (
+    PHASE_PREPARE,
+    PHASE_RECOVER,
+    approvals_due,
+    next_job,
+    reconcile,
+    retire_finished,
+)
+from .security import InsecureFileError
+from .state import HISTORY_LIMIT, StateError, load_state, save_state
+from .transport import build_transport
+
+# Polls after throttling (429) or a server error (5xx) back off up to this (or
+# the poll interval if longer): short enough to catch a 30-second Preempt
+# notice, long enough to stop hammering an IMDS that asks for less. Other
+# failures (410, time-outs, resets, malformed answers) are retried at the
+# normal beat, which is already gentle.
+MAX_ERROR_BACKOFF_SECONDS = 5.0
+# A failing poll is logged at once, then at most this often until it recovers.
+ERROR_LOG_INTERVAL_SECONDS = 60.0
+# How often to ask IMDS again for this VM's name after falling back to the host name.
+IDENTITY_RETRY_SECONDS = 30.0
+# Hook output lines logged per hook run.
+OUTPUT_LOG_LINES = 200
+
+# Hook outcomes that make a phase count as failed; ``interrupted`` means the
+# service died while the hook ran and nobody knows how it ended.
+_FAILED_OUTCOMES = (hook_runner.OUTCOME_FAILED, hook_runner.OUTCOME_TIMEOUT, hook_runner.OUTCOME_REFUSED,
+                    hook_runner.OUTCOME_INTERRUPTED)
+
+
+def error_kind(exc):
+    """A short label for a poll error, used in metrics."""
+    if isinstance(exc, ImdsHttpError):
+        return 'http_%s' % exc.status
+    if isinstance(exc, ImdsTimeoutError):
+        return 'timeout'
+    if isinstance(exc, ImdsUnreachableError):
+        return 'unreachable'
+    if isinstance(exc, MalformedDocumentError):
+        return 'malformed'
+    if isinstance(exc, ImdsRedirectError):
+        return 'redirect'
+    return 'other'
+
+
+def _iso_now():
+    return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
+
+
+class Service(object):
+    """One daemon instance. ``run()`` returns the process exit status."""
+
+    def __init__(self, config, config_path, logger, transport_preference='requests', dry_run=False):
+        self.config = config
+        self.config_path = config_path
+        self.logger = logger
+        self.transport_preference = transport_preference
+        self.lock = threading.RLock()
+        self.wake = threading.Event()
+        self.work_available = threading.Event()
+        self.stopping = threading.Event()
+        self.abort_hooks = threading.Event()
+        self.reload_requested = threading.Event()
+        self.metrics = Metrics()
+        self.client = None
+        self.resource_name = None
+        self.identity_source = None
+        self.identity_checked_at = 0.0
+        self.metrics_server = None
+        self.webhook = None
+        self.event_log = None
+        self.runner = None
+        self.consecutive_errors = 0
+        self.consecutive_backoff_errors = 0
+        self.last_error_logged_at = None
+        self.textfile_written_at = None
+        self.state, warning = load_state(config['state_file'], set_aside_corrupt=not dry_run)
+        if warning:
+            self.logger.warning(warning)
+        self.dirty = False
+
+    # -- set-up -------------------------------------------------------------
+
+    def _build_client(self):
+        transport, kind = build_transport(self.logger, self.transport_preference)
+        self.logger.debug('HTTP transport: %s', kind)
+        return ImdsClient(endpoint=self.config['endpoint'], api_version=self.config['api_version'],
+                          timeout=self.config['timeout'], retries=0, transport=transport, sleep=self._sleep)
+
+    def _sleep(self, seconds):
+        self.stopping.wait(seconds)
+
+    def _start_outputs(self):
+        metrics = self.config['metrics']
+        if metrics['listen']:
+            host, port = validate_loopback_listen(metrics['listen'])
+            self.metrics_server = MetricsServer(self.metrics, host, port)
+            self.metrics_server.start()
+            self.logger.info('metrics served on http://%s:%d/metrics', host, port)
+        webhook = self.config['webhook']
+        if webhook['url']:
+            self.webhook = WebhookNotifier(webhook['url'], webhook['headers'], webhook['retries'], webhook['timeout'],
+                                           self.logger)
+            self.webhook.start()
+        self.event_log = EventLog(self.config['event_log']) if self.config['event_log'] else None
+
+    def _stop_outputs(self):
+        if self.metrics_server is not None:
+            self.metrics_server.stop()
+            self.metrics_server = None
+        if self.webhook is not None:
+            self.webhook.stop()
+            self.webhook = None
+
+    def _resolve_identity(self):
+        name, source, warning = resolve_resource_name(self.client, self.config['resource_name'])
+        self.identity_checked_at = time.monotonic()
+        if warning and (self.identity_source != SOURCE_HOSTNAME or name != self.resource_name):
+            self.logger.warning(warning)
+        if name != self.resource_name:
+            self.logger.info('this VM is %s in Scheduled Events (from %s)', name, source,
+                             extra={'fields': {'resource_name': name, 'identity_source': source}})
+        self.resource_name, self.identity_source = name, source
+        with self.lock:
+            if self.state.get('resource_name') != name:
+                self.state['resource_name'] = name
+                self.dirty = True
+
+    # -- signals ------------------------------------------------------------
+
+    def _on_stop_signal(self, signum, frame):
+        if self.stopping.is_set():
+            # Asked twice: do not wait for the running hook any longer.
+            self.abort_hooks.set()
+        self.stopping.set()
+        self.wake.set()
+        self.work_available.set()
+
+    def _on_reload_signal(self, signum, frame):
+        self.reload_requested.set()
+        self.wake.set()
+
+    def install_signal_handlers(self):
+        signal.signal(signal.SIGTERM, self._on_stop_signal)
+        signal.signal(signal.SIGINT, self._on_stop_signal)
+        signal.signal(signal.SIGHUP, self._on_reload_signal)
+
+    def reload(self):
+        """Re-read the configuration; keep the running one if the new one is unusable."""
+        self.reload_requested.clear()
+        try:
+            config = load_config(self.config_path)
+        except ConfigError as exc:
+            self.logger.error('reload refused, still running the previous configuration: %s', exc)
+            return False
+        try:
+            hook_runner.check_hooks(config['hooks_dir'], PHASES)
+        except InsecureFileError as exc:
+            self.logger.error('after reload: %s; that hook will be refused when its phase comes', exc)
+        old = self.config
+        configure_logging(config['log']['format'], config['log']['level'])
+        with self.lock:
+            self.config = config
+        if any(old[key] != config[key] for key in ('endpoint', 'api_version', 'timeout')):
+            self.client.close()
+            self.client = self._build_client()
+        if old['resource_name'] != config['resource_name'] or old['endpoint'] != config['endpoint']:
+            self._resolve_identity()
+        if (old['metrics'], old['webhook'], old['event_log']) != (config['metrics'], config['webhook'], config['event_log']):
+            self._stop_outputs()
+            self._start_outputs()
+        self.dirty = True
+        self.logger.info('configuration reloaded from %s', self.config_path)
+        return True
+
+    # -- notifications ------------------------------------------------------
+
+    def _publish(self, kind, event, level='info', message=None, **detail):
+        record = make_record(kind, self.resource_name, event, **detail)
+        fields = {'kind': kind}
+        if event is not None:
+            fields.update({'event_id': event.get('event_id'), 'event_type': event.get('event_type'),
+                           'event_status': event.get('event_status'), 'affects_this_vm': event.get('affects_this_vm')})
+        fields.update(detail)
+        if message:
+            text = message
+        elif event:
+            text = 'event %s: %s %s %s' % (kind, event.get('event_id'), event.get('event_type'), event.get('event_status'))
+        else:
+            text = kind
+        getattr(self.logger, level)(text, extra={'fields': fields})
+        if self.event_log is not None:
+            try:
+                self.event_log.write(record)
+            except OSError as exc:
+                self.logger.error('cannot append to the event log %s: %s', self.event_log.path, exc)
+        if self.webhook is not None:
+            self.webhook.submit(record)
+
+    def _publish_notes(self, notes):
+        for kind, event, detail in notes:
+            if kind in ('new', 'started'):
+                self.metrics.add('events_seen_total', event_type=event.get('event_type'),
+                                 event_status=event.get('event_status'),
+                                 affects_this_vm=str(bool(event.get('affects_this_vm'))).lower())
+            if kind == 'new' and not event.get('affects_this_vm'):
+                self._publish(kind, event, message='event new: %s %s does not list this VM (%s) in Resources %s; '
+                              '%s' % (event.get('event_id'), event.get('event_type'), self.resource_name,
+                                      event.get('resources'), 'its hooks run as configured (hooks_for_other_vms)'
+                                      if detail.get('hooks') else 'no hooks run'), **detail)
+            elif kind == 'incarnation_reset':
+                self._publish(kind, None, level='warning',
+                              message='DocumentIncarnation went back from %s to %s: Scheduled Events were disabled '
+                              'and enabled again; events are followed by id, nothing is lost'
+                              % (detail['previous_incarnation'], detail['document_incarnation']), **detail)
+            elif kind == 'prepare_skipped':
+                self._publish(kind, event, level='warning', message='event %s Started before its prepare hooks could '
+                              'begin; they are skipped' % event.get('event_id'), **detail)
+            else:
+                self._publish(kind, event, **detail)
+
+    # -- polling ------------------------------------------------------------
+
+    def poll_once(self):
+        """Poll, fold the document into the state and approve; return True on a usable document."""
+        started = time.monotonic()
+        self.metrics.add('polls_total')
+        try:
+            normalized, dummy = self.client.get_document(deadline=started + self.config['poll_interval'])
+        except ScheduledEventsError as exc:
+            self._poll_failed(exc)
+            return False
+        elapsed = time.monotonic() - started
+        self.metrics.observe_poll(elapsed)
+        self.metrics.set('last_successful_poll_timestamp_seconds', round(time.time(), 3))
+        if self.consecutive_errors:
+            self.logger.info('IMDS answers again after %d failed poll(s)', self.consecutive_errors)
+        self.consecutive_errors = 0
+        self.consecutive_backoff_errors = 0
+        self.last_error_logged_at = None
+        with self.lock:
+            changed_incarnation = normalized['document_incarnation'] != self.state['document_incarnation']
+            notes = reconcile(self.state, normalized, self.resource_name, self.config['hooks_for_other_vms'])
+            if changed_incarnation:
+                for warning in normalized['warnings']:
+                    self.logger.warning(warning)
+                self.dirty = True
+            if notes:
+                self.dirty = True
+            if any(record['due'] for record in self.state['events'].values()):
+                self.work_available.set()
+            affecting = sum(1 for event in normalized['events'] if annotate_event(event, self.resource_name)['affects_this_vm'])
+        self.metrics.set('document_incarnation', normalized['document_incarnation'])
+        self.metrics.set('pending_events', affecting, affects_this_vm='true')
+        self.metrics.set('pending_events', len(normalized['events']) - affecting, affects_this_vm='false')
+        self._publish_notes(notes)
+        self.approve_pending()
+        self.save_if_dirty()
+        return True
+
+    def _poll_failed(self, exc):
+        self.consecutive_errors += 1
+        if isinstance(exc, ImdsHttpError) and exc.status is not None and (exc.status == 429 or exc.status >= 500):
+            self.consecutive_backoff_errors += 1
+        else:
+            self.consecutive_backoff_errors = 0
+        self.metrics.add('poll_errors_total', kind=error_kind(exc))
+        now = time.monotonic()
+        self.logger.debug('poll failed: %s', exc.message, extra={'fields': {'error_kind': error_kind(exc)}})
+        if self.last_error_logged_at is None or now - self.last_error_logged_at >= ERROR_LOG_INTERVAL_SECONDS:
+            self.last_error_logged_at = now
+            self.logger.warning('poll failed (%d in a row; still polling): %s', self.consecutive_errors, exc.message,
+                                extra={'fields': {'error_kind': error_kind(exc)}})
+
+    def next_poll_delay(self):
+        interval = self.config['poll_interval']
+        if not self.consecutive_backoff_errors:
+            return interval
+        return min(interval * (2 ** (self.consecutive_backoff_errors - 1)), max(interval, MAX_ERROR_BACKOFF_SECONDS))
+
+    # -- approvals ----------------------------------------------------------
+
+    def approve_pending(self):
+        """POST one approval for every event the policy approves now."""
+        with self.lock:
+            keys, decisions = approvals_due(self.state, self.config['approval'], self.resource_name)
+            for key, (decision, rule, reason) in decisions.items():
+                record = self.state['events'][key]
+                if record['approval'] != [decision, rule, reason]:
+                    record['approval'] = [decision, rule, reason]
+                    self.dirty = True
+                    self.logger.info('approval of %s: %s (%s)', record['event'].get('event_id'), decision, reason,
+                                     extra={'fields': {'event_id': record['event'].get('event_id'),
+                                                       'decision': decision, 'rule': rule}})
+            events = [self.state['events'][key]['event'] for key in keys]
+        if not events:
+            return
+        try:
+            self.client.approve([event['event_id'] for event in events])
+        except ScheduledEventsError as exc:
+            self.metrics.add('approval_errors_total')
+            for event in events:
+                self._publish('approval_failed', event, level='error', error=exc.message,
+                              message='approving %s failed (tried again at the next poll): %s'
+                              % (event.get('event_id'), exc.message))
+            return
+        approved_at = _iso_now()
+        with self.lock:
+            for key in keys:
+                self.state['events'][key]['approved_at'] = approved_at
+            self.dirty = True
+        self.metrics.add('approvals_total', len(events))
+        for event in events:
+            self._publish('approved', event, rule=decisions[event_id_key(event.get('event_id'))][1])
+        self.save_if_dirty()
+
+    # -- state --------------------------------------------------------------
+
+    def save_if_dirty(self):
+        with self.lock:
+            if not self.dirty:
+                return
+            retire_finished(self.state, HISTORY_LIMIT)
+            try:
+                save_state(self.config['state_file'], self.state)
+            except StateError as exc:
+                self.logger.error('%s', exc)
+                return
+            self.dirty = False
+
+    def _save_now(self):
+        with self.lock:
+            self.dirty = True
+            self.save_if_dirty()
+
+    # -- hooks --------------------------------------------------------------
+
+    def _runner_loop(self):
+        while True:
+            with self.lock:
+                job = next_job(self.state)
+            if self.stopping.is_set():
+                return
+            if job is None:
+                # Woken when work arrives; the timeout is only a safety net.
+                self.work_available.wait(5.0)
+                self.work_available.clear()
+                continue
+            try:
+                self._run_phase(*job)
+            except Exception:  # a bug here must not silently stop every later hook
+                self.logger.exception('the hook runner failed on %s %s; it keeps going', *job)
+                with self.lock:
+                    record = self.state['events'].get(job[0])
+                    if record and record['due'] and record['due'][0] == job[1]:
+                        record['due'].pop(0)
+                self._save_now()
+
+    def _begin_phase(self, key, phase):
+        with self.lock:
+            record = self.state['events'][key]
+            phase_record = record['phases'].get(phase)
+            if phase_record is None:
+                phase_record = {'hooks': hook_runner.list_hooks(self.config['hooks_dir'], phase), 'results': {},
+                                'started_at': _iso_now(), 'finished': False}
+                record['phases'][phase] = phase_record
+                # Saved with the first hook's start: one fsync less before it runs.
+                self.dirty = True
+        return phase_record
+
+    def _run_phase(self, key, phase):
+        phase_record = self._begin_phase(key, phase)
+        with self.lock:
+            event = copy.deepcopy(self.state['events'][key]['event'])
+        self.logger.info('%s hooks for %s %s: %s', phase, event.get('event_id'), event.get('event_type'),
+                         ', '.join(phase_record['hooks']) or 'none',
+                         extra={'fields': {'phase': phase, 'event_id': event.get('event_id')}})
+        for name in phase_record['hooks']:
+            with self.lock:
+                result = phase_record['results'].get(name)
+            if result is not None and result['outcome'] != 'running':
+                continue
+            if result is not None and phase != PHASE_RECOVER:
+                # The service died while this hook ran; running it again could
+                # repeat what it did, so it counts as failed instead. Recover
+                # hooks do run again: forgetting a recover is worse.
+                with self.lock:
+                    result.update({'outcome': hook_runner.OUTCOME_INTERRUPTED, 'finished_at': _iso_now()})
+                self._save_now()
+                self.metrics.add('hooks_failed_total', phase=phase)
+                self._publish('hook_failed', event, level='error', phase=phase, hook=name,
+                              outcome=hook_runner.OUTCOME_INTERRUPTED,
+                              message='%s hook %s for %s was interrupted when the service stopped; not run again'
+                              % (phase, name, event.get('event_id')))
+                continue
+            if self.stopping.is_set():
+                return
+            self._run_one_hook(key, phase, phase_record, name, event)
+        with self.lock:
+            outcomes = [phase_record['results'].get(name, {}).get('outcome') for name in phase_record['hooks']]
+            if self.stopping.is_set() and any(outcome in (None, 'running') for outcome in outcomes):
+                return
+            phase_record['finished'] = True
+            phase_record['finished_at'] = _iso_now()
+            phase_record['succeeded'] = not any(outcome in _FAILED_OUTCOMES for outcome in outcomes)
+            record = self.state['events'][key]
+            if phase in record['due']:
+                record['due'].remove(phase)
+            self.dirty = True
+        self.save_if_dirty()
+        if phase == PHASE_PREPARE:
+            self.wake.set()
+
+    def _run_one_hook(self, key, phase, phase_record, name, event):
+        path = os.path.join(hook_runner.phase_directory(self.config['hooks_dir'], phase), name)
+        annotated = annotate_event(event, self.resource_name)
+        with self.lock:
+            incarnation = self.state['document_incarnation']
+            phase_record['results'][name] = {'outcome': 'running', 'started_at': _iso_now()}
+        # Saved before the hook starts: after a crash it is known to have begun.
+        self._save_now()
+        self.logger.info('running %s hook %s for %s', phase, name, event.get('event_id'),
+                         extra={'fields': {'phase': phase, 'hook': name, 'event_id': event.get('event_id')}})
+        result = hook_runner.run_hook(path, hook_runner.hook_input(phase, annotated, self.resource_name, incarnation),
+                                      hook_runner.hook_environment(os.environ, phase, annotated, self.resource_name,
+                                                                   incarnation),
+                                      self.config['hook_timeout'], abort=self.abort_hooks)
+        for line in result.output.splitlines()[:OUTPUT_LOG_LINES]:
+            self.logger.info('%s/%s: %s', phase, name, line,
+                             extra={'fields': {'phase': phase, 'hook': name, 'event_id': event.get('event_id')}})
+        with self.lock:
+            phase_record['results'][name] = {'outcome': result.outcome, 'exit_code': result.exit_code,
+                                             'started_at': phase_record['results'][name]['started_at'],
+                                             'finished_at': _iso_now(), 'duration': round(result.duration, 3),
+                                             'message': result.message}
+        self._save_now()
+        self.metrics.add('hooks_run_total', phase=phase)
+        detail = {'phase': phase, 'hook': name, 'outcome': result.outcome, 'exit_code': result.exit_code}
+        if result.succeeded:
+            self._publish('hook', event, message='%s hook %s for %s: %s'
+                          % (phase, name, event.get('event_id'), result.message), **detail)
+        else:
+            self.metrics.add('hooks_failed_total', phase=phase)
+            self._publish('hook_failed', event, level='error', message='%s hook %s for %s failed: %s'
+                          % (phase, name, event.get('event_id'), result.message), **detail)
+
+    # -- metrics textfile ---------------------------------------------------
+
+    def write_textfile_if_due(self, force=False):
+        path = self.config['metrics']['textfile']
+        if not path:
+            return
+        now = time.monotonic()
+        if not force and self.textfile_written_at is not None and \
+                now - self.textfile_written_at < self.config['metrics']['textfile_interval']:
+            return
+        self.textfile_written_at = now
+        try:
+            write_textfile(path, self.metrics.render())
+        except OSError as exc:
+            self.logger.error('cannot write the metrics textfile %s: %s', path, exc)
+
+    # -- main loop ----------------------------------------------------------
+
+    def start(self):
+        """Set up client, identity, outputs and the hook runner (``run`` calls it)."""
+        self.client = self._build_client()
+        self._start_outputs()
+        self._resolve_identity()
+        self.runner = threading.Thread(target=self._runner_loop, name='hook-runner')
+        self.runner.daemon = True
+        self.runner.start()
+        self.work_available.set()
+
+    def run(self):
+        self.start()
+        self.logger.info('polling %s every %s s as %s', self.client.events_url, self.config['poll_interval'],
+                         self.resource_name)
+        next_poll = time.monotonic()
+        while not self.stopping.is_set():
+            self.wake.clear()
+            if self.reload_requested.is_set():
+                self.reload()
+            now = time.monotonic()
+            if now >= next_poll:
+                if self.identity_source == SOURCE_HOSTNAME and now - self.identity_checked_at >= IDENTITY_RETRY_SECONDS:
+                    self._resolve_identity()
+                self.poll_once()
+                # A fixed beat from the start of each poll, so that detection
+                # latency stays within one interval whatever a poll costs.
+                next_poll = max(now + self.next_poll_delay(), time.monotonic())
+            else:
+                self.approve_pending()
+                self.save_if_dirty()
+            self.write_textfile_if_due()
+            self.wake.wait(max(0.0, next_poll - time.monotonic()))
+        return self.shutdown()
+
+    def shutdown(self):
+        """Let the running hook finish or time out, save the state, stop outputs."""
+        self.logger.info('stopping: waiting for a running hook to finish (at most %s s)', self.config['hook_timeout'])
+        self.work_available.set()
+        if self.runner is not None:
+            while self.runner.is_alive():
+                self.runner.join(timeout=0.5)
+        self._save_now()
+        self.write_textfile_if_due(force=True)
+        self._stop_outputs()
+        if self.client is not None:
+            self.client.close()
+        self.logger.info('stopped; state saved to %s', self.config['state_file'])
+        return 0

@@ -1,0 +1,171 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Metrics in the Prometheus text exposition format.
+
+Exposed through a node_exporter textfile (written atomically) and/or a small
+HTTP listener that only ever binds a loopback address.
+"""
+
+import os
+import socket
+import tempfile
+import threading
+
+PREFIX = 'scheduled_events_service_'
+# Poll latencies of a healthy IMDS are milliseconds; the upper buckets catch
+# the first call (up to two minutes) and stalls during a Freeze.
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 130.0)
+
+_DESCRIPTIONS = (
+    ('events_seen_total', 'counter', 'Events seen, counted once per event and status, by type, status and whether they list this VM.'),
+    ('hooks_run_total', 'counter', 'Hooks run, by phase.'),
+    ('hooks_failed_total', 'counter', 'Hooks that failed, timed out or were refused, by phase.'),
+    ('approvals_total', 'counter', 'Events approved by this VM.'),
+    ('approval_errors_total', 'counter', 'Approval requests IMDS did not accept.'),
+    ('polls_total', 'counter', 'Polls of the Scheduled Events endpoint.'),
+    ('poll_errors_total', 'counter', 'Polls that got no usable document, by kind of error.'),
+    ('poll_duration_seconds', 'histogram', 'Time to get and parse the events document.'),
+    ('document_incarnation', 'gauge', 'DocumentIncarnation of the last document.'),
+    ('pending_events', 'gauge', 'Events in the last document, by whether they list this VM.'),
+    ('last_successful_poll_timestamp_seconds', 'gauge', 'Unix time of the last successful poll.'),
+)
+
+
+def _escape(value):
+    return str(value).replace('\\', '\\\\').replace('\n', '\\n').replace('"', '\\"')
+
+
+def _labels(pairs):
+    if not pairs:
+        return ''
+    return '{%s}' % ','.join('%s="%s"' % (name, _escape(value)) for name, value in pairs)
+
+
+def _number(value):
+    if isinstance(value, float) and value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+class Metrics(object):
+    """Thread-safe counters, gauges and the poll latency histogram."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._values = {}
+        self._latency_counts = [0] * len(LATENCY_BUCKETS)
+        self._latency_sum = 0.0
+        self._latency_count = 0
+
+    def add(self, name, amount=1, **labels):
+        key = (name, tuple(sorted(labels.items())))
+        with self._lock:
+            self._values[key] = self._values.get(key, 0) + amount
+
+    def set(self, name, value, **labels):
+        key = (name, tuple(sorted(labels.items())))
+        with self._lock:
+            self._values[key] = value
+
+    def value(self, name, **labels):
+        """One series' value (0 when never set); for tests and ``--once``."""
+        with self._lock:
+            return self._values.get((name, tuple(sorted(labels.items()))), 0)
+
+    def observe_poll(self, seconds):
+        with self._lock:
+            self._latency_sum += seconds
+            self._latency_count += 1
+            for position, bound in enumerate(LATENCY_BUCKETS):
+                if seconds <= bound:
+                    self._latency_counts[position] += 1
+
+    def render(self):
+        """The exposition text of every metric."""
+        with self._lock:
+            values = dict(self._values)
+            counts, total, count = list(self._latency_counts), self._latency_sum, self._latency_count
+        lines = []
+        for name, kind, help_text in _DESCRIPTIONS:
+            full = PREFIX + name
+            lines.append('# HELP %s %s' % (full, help_text))
+            lines.append('# TYPE %s %s' % (full, kind))
+            if kind == 'histogram':
+                for bound, bucket_count in zip(LATENCY_BUCKETS, counts):
+                    lines.append('%s_bucket{le="%s"} %d' % (full, _number(float(bound)), bucket_count))
+                lines.append('%s_bucket{le="+Inf"} %d' % (full, count))
+                lines.append('%s_sum %s' % (full, _number(round(total, 6))))
+                lines.append('%s_count %d' % (full, count))
+                continue
+            series = sorted((labels, value) for (metric, labels), value in values.items() if metric == name)
+            if not series and kind == 'counter' and name in ('approvals_total', 'approval_errors_total', 'polls_total'):
+                series = [((), 0)]
+            for labels, value in series:
+                lines.append('%s%s %s' % (full, _labels(labels), _number(value)))
+        return '\n'.join(lines) + '\n'
+
+
+def write_textfile(path, text):
+    """Replace the textfile atomically: node_exporter must never read half a file."""
+    directory = os.path.dirname(path)
+    handle, temporary = tempfile.mkstemp(prefix='.scheduled_events.', suffix='.tmp', dir=directory)
+    try:
+        with os.fdopen(handle, 'w') as stream:
+            stream.write(text)
+        os.chmod(temporary, 0o644)
+        os.rename(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+class MetricsServer(object):
+    """The loopback-only /metrics listener, served from a background thread."""
+
+    def __init__(self, metrics, host, port):
+        # Imported here: most installations never serve metrics, and the idle
+        # service is meant to stay small.
+        from http.server import BaseHTTPRequestHandler, HTTPServer
+
+        class _MetricsHandler(BaseHTTPRequestHandler):
+            server_version = 'scheduled-events-service'
+
+            def do_GET(self):
+                if self.path.split('?', 1)[0] not in ('/metrics', '/'):
+                    self.send_error(404, 'only /metrics is served')
+                    return
+                body = self.server.metrics.render().encode('utf-8')
+                self.send_response(200)
+                self.send_header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
+                self.send_header('Content-Length', str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                """Scrapes are not worth a log line each."""
+
+        class _Server(HTTPServer):
+            address_family = socket.AF_INET6 if ':' in host else socket.AF_INET
+
+        self.server = _Server((host, port), _MetricsHandler)
+        self.server.metrics = metrics
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={'poll_interval': 0.5},
+                                       name='metrics-http')
+        self.thread.daemon = True
+
+    @property
+    def address(self):
+        return self.server.server_address[:2]
+
+    def start(self):
+        self.thread.start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)

@@ -1,0 +1,49 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Who may change what the daemon runs as root.
+
+Hooks and the configuration decide which programs run as root, so anyone who
+can write them owns the machine. They must be owned by root (or by the
+account the daemon runs as, which could change them anyway) and writable by
+nobody else; the same holds for the directories holding them, or a file
+could be swapped.
+"""
+
+import os
+import stat
+
+
+class InsecureFileError(Exception):
+    """A file or directory others could change; the message says how to fix it."""
+
+
+def trusted_owners():
+    """uids allowed to own configuration and hooks."""
+    return {0, os.geteuid()}
+
+
+def check_trusted(path, expect_directory=False, require_executable=False):
+    """Raise InsecureFileError unless ``path`` is safe to trust; return its stat result."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise InsecureFileError('%s cannot be read (%s)' % (path, exc.strerror or exc))
+    kind = 'directory' if expect_directory else 'file'
+    if expect_directory and not stat.S_ISDIR(info.st_mode):
+        raise InsecureFileError('%s is not a directory' % path)
+    if not expect_directory and not stat.S_ISREG(info.st_mode):
+        raise InsecureFileError('%s is not a regular file; remove it or replace it with one' % path)
+    if info.st_uid not in trusted_owners():
+        raise InsecureFileError('%s %s is owned by uid %d, not by root; run: chown root:root %s'
+                                % (kind, path, info.st_uid, path))
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise InsecureFileError('%s %s is writable by %s (mode %04o); run: chmod go-w %s'
+                                % (kind, path, 'group and others' if info.st_mode & stat.S_IWGRP and info.st_mode & stat.S_IWOTH
+                                   else 'group' if info.st_mode & stat.S_IWGRP else 'others',
+                                   stat.S_IMODE(info.st_mode), path))
+    if require_executable and not info.st_mode & stat.S_IXUSR:
+        raise InsecureFileError('hook %s is not executable (mode %04o); run: chmod 0755 %s, or rename it to end in '
+                                '.disabled' % (path, stat.S_IMODE(info.st_mode), path))
+    return info

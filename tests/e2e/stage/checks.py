@@ -1,0 +1,83 @@
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Running the scenario once on a fresh stage and reading what happened."""
+
+import datetime
+import time
+
+from .rolling_stage import RollingStage, scenario_event_ids
+
+
+def epoch_of(iso_text):
+    return datetime.datetime.fromisoformat(iso_text.replace('Z', '+00:00')).timestamp()
+
+
+def run_scenario(workdir, drain=True, approve=True, settle_seconds=1.0, **stage_options):
+    """Run the maintenance scenario under load with the rolling playbook.
+
+    Returns a dict with the playbook's exit code, log, seconds, the load
+    summary, the simulator's approvals, events and impacts, HAProxy's state
+    changes and the report.
+    """
+    with RollingStage(workdir, **stage_options) as stage:
+        load = stage.start_load()
+        time.sleep(settle_seconds)
+        stage.start_scenario()
+        scenario_started = time.time()
+        code, log_path, seconds = stage.run_playbook(drain=drain, approve=approve)
+        quiet = stage.wait_until_quiet(120)
+        time.sleep(settle_seconds)
+        if load is not None:
+            load.stop()
+        report, report_html = stage.latest_report()
+        result = {
+            'stage': stage,
+            'code': code, 'log': log_path, 'seconds': seconds, 'scenario_started': scenario_started,
+            'quiet': quiet,
+            'load': load.summary() if load is not None else None,
+            'approvals': [approval for approval in stage.control.approvals() if approval['status'] == 200],
+            'events': dict((event['id'], event) for event in stage.control.state()['events']),
+            'impacts': stage.fleet.impact_log(),
+            'haproxy_changes': list(stage.watcher.changes) if stage.watcher is not None else [],
+            'report': report, 'report_html': report_html,
+        }
+    return result
+
+
+def approval_posts_by_event(approvals):
+    """Event id -> the approval POSTs that named it."""
+    posts = dict((event_id, []) for event_id in scenario_event_ids())
+    for approval in approvals:
+        for event_id in approval['event_ids']:
+            posts.setdefault(event_id.upper(), []).append(approval)
+    return posts
+
+
+def undrained_at_approval(result):
+    """[(event id, host, state seen)] of affected hosts not drained when their event was approved."""
+    stage = result['stage']
+    problems = []
+    for approval in result['approvals']:
+        moment = epoch_of(approval['real_time'])
+        for event_id in approval['event_ids']:
+            for vm_name in result['events'][event_id.upper()]['resources']:
+                host = stage.host_of(vm_name)
+                if host is None:
+                    continue
+                state = _state_at(result['haproxy_changes'], host, moment)
+                if state is None or not (state['admin'] & 0x09) or state.get('sessions', 1) != 0:
+                    problems.append((event_id, host, state))
+    return problems
+
+
+def _state_at(changes, server, moment):
+    found = None
+    for change in changes:
+        if change['server'] == server and change['time'] <= moment:
+            found = change
+    return found
+
+
+def log_tail(path, lines=60):
+    with open(path) as handle:
+        return ''.join(handle.readlines()[-lines:])

@@ -1,0 +1,335 @@
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The whole stage: simulator, backends, HAProxy, load, and the playbook run.
+
+World: 6 web VMs (update domains 0-2) and 4 api VMs (update domains 0-1) in
+two availability sets, plus a VM of the api set that is not in the inventory
+(``partner_0``). Inventory groups ``web`` and ``api``; every inventory VM
+serves through HAProxy (backends ``web`` and ``api``).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+
+from .backends import BackendFleet
+from .haproxy import HAProxy, StateWatcher, haproxy_binary
+from .load import LoadGenerator
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+E2E_DIR = os.path.dirname(HERE)
+COLLECTION_ROOT = os.path.dirname(os.path.dirname(E2E_DIR))
+SIMULATOR_DIR = os.path.join(COLLECTION_ROOT, 'tests', 'simulator')
+SIMULATOR = os.path.join(SIMULATOR_DIR, 'imds-simulator')
+PLAYBOOK = 'azure_maintenance.scheduled_events.rolling_maintenance'
+
+if SIMULATOR_DIR not in sys.path:
+    sys.path.insert(0, SIMULATOR_DIR)
+from imds_simulator.control_client import ControlError, SimulatorControl  # noqa: E402 pylint: disable=wrong-import-position
+
+GROUPS = {
+    'web': {'avset': 'web-avset', 'vms': [('web_%d' % index, str(index // 2)) for index in range(6)],
+            'max_unavailable': '50%', 'route': '/'},
+    'api': {'avset': 'api-avset', 'vms': [('api_%d' % index, str(index // 2)) for index in range(4)],
+            'max_unavailable': '75%', 'route': '/api'},
+}
+FOREIGN_VM = ('partner_0', 'api-avset', '1')
+
+# Event ids, fixed so the checks can name them.
+FREEZE_WEB_UD0 = 'E2E00000-0000-4000-8000-000000000001'
+REBOOT_WEB_UD1 = 'E2E00000-0000-4000-8000-000000000002'
+REDEPLOY_WEB_UD2 = 'E2E00000-0000-4000-8000-000000000003'
+FREEZE_API_UD0 = 'E2E00000-0000-4000-8000-000000000004'
+REBOOT_API_UD1 = 'E2E00000-0000-4000-8000-000000000005'
+USER_REBOOT = 'E2E00000-0000-4000-8000-000000000006'
+FOREIGN_FREEZE = 'E2E00000-0000-4000-8000-000000000007'
+HARDWARE_FAILURE = 'E2E00000-0000-4000-8000-000000000008'
+
+
+def inventory_name(vm_name):
+    """Inventory host names differ from VM names, as they often do on Azure."""
+    return vm_name.replace('_', '')
+
+
+def maintenance_scenario():
+    """Scenario steps (simulated seconds): Platform Freezes, Reboots and a
+    Redeploy one update domain after another, a User reboot, an event naming
+    a VM outside the inventory, and a hardware failure that appears Started.
+
+    Impacts are long enough in real time (at the stage's speed of 12) for a
+    frozen, undrained server to fail requests past HAProxy's 1 s server
+    time-out."""
+    def step(label, event_id, event_type, resources, **fields):
+        step = {'label': label, 'action': 'create_event', 'event_id': event_id, 'event_type': event_type,
+                'resources': resources, 'impact_seconds': 40, 'linger_seconds': 50}
+        step.update(fields)
+        if 'after_removed' not in step:
+            step.setdefault('at_seconds', 0)
+        return step
+    return [
+        step('web_ud0', FREEZE_WEB_UD0, 'Freeze', ['web_0', 'web_1'], duration_seconds=30, impact_seconds=30),
+        step('web_ud1', REBOOT_WEB_UD1, 'Reboot', ['web_2', 'web_3'], after_removed='web_ud0', delay_seconds=4),
+        step('web_ud2', REDEPLOY_WEB_UD2, 'Redeploy', ['web_4', 'web_5'], after_removed='web_ud1', delay_seconds=4),
+        step('api_ud0', FREEZE_API_UD0, 'Freeze', ['api_0', 'api_1'], duration_seconds=30, impact_seconds=30),
+        step('api_ud1', REBOOT_API_UD1, 'Reboot', ['api_2', 'api_3'], after_removed='api_ud0', delay_seconds=4),
+        step('user_reboot', USER_REBOOT, 'Reboot', ['api_1'], at_seconds=10, event_source='User'),
+        step('foreign', FOREIGN_FREEZE, 'Freeze', ['api_3', FOREIGN_VM[0]], at_seconds=20, duration_seconds=30,
+             impact_seconds=30),
+        step('hardware_failure', HARDWARE_FAILURE, 'Reboot', ['web_5'], at_seconds=60, hardware_failure=True,
+             linger_seconds=120),
+    ]
+
+
+def scenario_event_ids():
+    return [step['event_id'] for step in maintenance_scenario()]
+
+
+def collections_path(workdir):
+    """A directory where ansible finds this checkout as azure_maintenance.scheduled_events."""
+    parts = COLLECTION_ROOT.split(os.sep)
+    if len(parts) >= 3 and parts[-3] == 'ansible_collections':
+        return os.sep.join(parts[:-3])
+    parent = os.path.join(workdir, 'collections')
+    namespace = os.path.join(parent, 'ansible_collections', 'azure_maintenance')
+    os.makedirs(namespace, exist_ok=True)
+    link = os.path.join(namespace, 'scheduled_events')
+    if not os.path.islink(link):
+        os.symlink(COLLECTION_ROOT, link)
+    return parent
+
+
+class RollingStage:
+    """Start with ``start()``, always ``stop()`` (or use it as a context manager)."""
+
+    def __init__(self, workdir, address='127.0.0.1', control_port=18679, first_vm_port=18681, speed=12.0,
+                 with_haproxy=True, load_rate=60.0):
+        self.workdir = workdir
+        self.address = address
+        self.control_port = control_port
+        self.first_vm_port = first_vm_port
+        self.speed = speed
+        self.with_haproxy = with_haproxy and haproxy_binary() is not None
+        self.load_rate = load_rate
+        self.control = SimulatorControl('http://%s:%d' % (address, control_port))
+        self.fleet = BackendFleet(address)
+        self.haproxy = None
+        self.watcher = None
+        self.load = None
+        self.simulator = None
+        self.vms = []  # (vm name, inventory group or None, avset, update domain, port)
+        self.report_dir = os.path.join(workdir, 'reports')
+        self._simulator_log = None
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.stop()
+
+    # -- starting ---------------------------------------------------------
+    def start(self):
+        os.makedirs(self.workdir, exist_ok=True)
+        port = self.first_vm_port
+        for group, spec in GROUPS.items():
+            for vm_name, domain in spec['vms']:
+                self.vms.append((vm_name, group, spec['avset'], domain, port))
+                port += 1
+        self.vms.append((FOREIGN_VM[0], None, FOREIGN_VM[1], FOREIGN_VM[2], port))
+        for vm_name, group, _avset, _domain, _port in self.vms:
+            if group is not None:
+                self.fleet.add(vm_name)
+        admin_url = self.fleet.start_admin()
+        if self.with_haproxy:
+            pools = dict((group, [(inventory_name(vm), self.address, self.fleet.backends[vm].port)
+                                  for vm, _domain in spec['vms']]) for group, spec in GROUPS.items())
+            self.haproxy = HAProxy(self.workdir, self.address, pools, [('/api', 'api')])
+            self.haproxy.start()
+            self.watcher = StateWatcher(self.haproxy)
+            self.watcher.start()
+        self._start_simulator(admin_url)
+
+    def _start_simulator(self, admin_url):
+        config = {
+            'vms': [{'name': vm, 'listen': '%s:%d' % (self.address, port), 'group': avset,
+                     'platformUpdateDomain': domain} for vm, _group, avset, domain, port in self.vms],
+            'speed': self.speed,
+            'impact_command': [sys.executable, os.path.join(E2E_DIR, 'impact_hook.py'), admin_url,
+                               '{phase}', '{vm}', '{event_type}', '{event_id}'],
+        }
+        try:
+            self.control.health()
+        except (ControlError, urllib.error.URLError, OSError):
+            pass
+        else:
+            raise RuntimeError('a simulator already answers on %s; stop it first (imds-simulator --stop --pidfile ...)'
+                               % self.control.base_url)
+        config_path = os.path.join(self.workdir, 'simulator.json')
+        with open(config_path, 'w') as handle:
+            json.dump(config, handle, indent=1)
+        self._simulator_log = open(os.path.join(self.workdir, 'simulator.log'), 'w')
+        self.simulator = subprocess.Popen(
+            [sys.executable, SIMULATOR, '--config', config_path, '--control', '%s:%d' % (self.address, self.control_port)],
+            stdout=self._simulator_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.simulator.poll() is not None:
+                raise RuntimeError('the simulator exited with %s; see %s' % (self.simulator.returncode,
+                                                                             self._simulator_log.name))
+            try:
+                self.control.health()
+                return
+            except (ControlError, urllib.error.URLError, OSError):
+                time.sleep(0.1)
+        raise RuntimeError('the simulator did not answer on %s within 20 s' % self.control.base_url)
+
+    def start_load(self):
+        if self.haproxy is None:
+            return None
+        self.load = LoadGenerator(self.address, self.haproxy.port, rate=self.load_rate)
+        self.load.start()
+        return self.load
+
+    def start_scenario(self, steps=None):
+        return self.control.start_scenario(steps=steps or maintenance_scenario())
+
+    # -- files for ansible-playbook -----------------------------------------
+    def host_vars(self, vm_name, group, port):
+        host_vars = {
+            'ansible_connection': 'local',
+            'ansible_python_interpreter': sys.executable,
+            'azure_scheduled_events_endpoint': 'http://%s:%d/metadata/scheduledevents' % (self.address, port),
+            'health_check_url': self.fleet.backends[vm_name].url + '/health',
+            'health_check_timeout': 60,
+        }
+        if self.haproxy is not None:
+            host_vars.update(haproxy_backend=group, haproxy_runtime_api=self.haproxy.socket,
+                             haproxy_python=sys.executable)
+        return host_vars
+
+    def write_inventory(self, path=None):
+        path = path or os.path.join(self.workdir, 'inventory.json')
+        inventory = {'all': {'children': {}}}
+        for vm_name, group, _avset, _domain, port in self.vms:
+            if group is None:
+                continue
+            hosts = inventory['all']['children'].setdefault(group, {'hosts': {}})['hosts']
+            hosts[inventory_name(vm_name)] = self.host_vars(vm_name, group, port)
+        with open(path, 'w') as handle:
+            json.dump(inventory, handle, indent=1)
+        return path
+
+    def extra_vars(self, drain=True, approve=True, **overrides):
+        drain = drain and self.haproxy is not None
+        settings = {}
+        for group, spec in GROUPS.items():
+            settings[group] = {'verify_tasks': 'http_health_check.yml', 'max_unavailable': spec['max_unavailable']}
+            if drain:
+                settings[group].update(drain_tasks='haproxy_drain.yml', undrain_tasks='haproxy_undrain.yml')
+        extra = {
+            'maintenance_groups': list(GROUPS),
+            'rolling_group_settings': settings,
+            'rolling_approve': approve,
+            'rolling_settle_seconds': 6,
+            'rolling_poll_interval_seconds': 1,
+            'rolling_time_budget_seconds': 900,
+            'rolling_event_timeout_seconds': 600,
+            # The simulated clock runs ahead of real time, so NotBefore looks
+            # further away than it is; await whatever the notice says.
+            'rolling_await_limit_seconds': 10 ** 7,
+            # For the same reason every event counts as urgent: earliest
+            # NotBefore first, across groups.
+            'rolling_urgent_seconds': 10 ** 7,
+            'rolling_report_dir': self.report_dir,
+        }
+        extra.update(overrides)
+        return extra
+
+    def write_extra_vars(self, path=None, **kwargs):
+        path = path or os.path.join(self.workdir, 'extra_vars.json')
+        with open(path, 'w') as handle:
+            json.dump(self.extra_vars(**kwargs), handle, indent=1)
+        return path
+
+    def ansible_env(self):
+        env = dict(os.environ)
+        env.update(ANSIBLE_COLLECTIONS_PATH=collections_path(self.workdir), ANSIBLE_FORKS='16',
+                   ANSIBLE_HOST_KEY_CHECKING='False', ANSIBLE_NOCOLOR='1', ANSIBLE_RETRY_FILES_ENABLED='False',
+                   ANSIBLE_LOCALHOST_WARNING='False', ANSIBLE_DEPRECATION_WARNINGS='False',
+                   ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+        for name in ('http_proxy', 'https_proxy', 'HTTP_PROXY', 'HTTPS_PROXY', 'all_proxy', 'ALL_PROXY'):
+            env.pop(name, None)
+        return env
+
+    def run_playbook(self, log_name='playbook.log', extra_args=(), timeout=900, echo=False, **extra_var_options):
+        """Run the rolling playbook; returns (exit code, log path, seconds).
+
+        With ``echo`` the output also goes to this process's stdout.
+        """
+        inventory = self.write_inventory()
+        extra = self.write_extra_vars(path=os.path.join(self.workdir, log_name + '.vars.json'), **extra_var_options)
+        playbook_bin = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+        log_path = os.path.join(self.workdir, log_name)
+        started = time.time()
+        command = [playbook_bin, '-i', inventory, PLAYBOOK, '-e', '@' + extra] + list(extra_args)
+        with open(log_path, 'w') as log:
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL, env=self.ansible_env(), cwd=self.workdir, text=True)
+            try:
+                for line in process.stdout:
+                    log.write(line)
+                    if echo:
+                        sys.stdout.write(line)
+                        sys.stdout.flush()
+                    if time.time() - started > timeout:
+                        process.kill()
+                process.wait(timeout=30)
+            finally:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait(10)
+        return process.returncode, log_path, time.time() - started
+
+    # -- reading what happened ----------------------------------------------
+    def latest_report(self):
+        names = sorted(name for name in os.listdir(self.report_dir) if name.endswith('.json'))
+        with open(os.path.join(self.report_dir, names[-1])) as handle:
+            return json.load(handle), os.path.join(self.report_dir, names[-1][:-5] + '.html')
+
+    def host_of(self, vm_name):
+        for name, group, _avset, _domain, _port in self.vms:
+            if name == vm_name and group is not None:
+                return inventory_name(name)
+        return None
+
+    def wait_until_quiet(self, timeout=120):
+        """Wait until the simulator has no event left and every impact has ended."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            events = [event for event in self.control.state()['events'] if event['status'] in ('Scheduled', 'Started')]
+            if not events and all(backend.state == 'up' for backend in self.fleet.backends.values()):
+                return True
+            time.sleep(0.5)
+        return False
+
+    # -- stopping -----------------------------------------------------------
+    def stop(self):
+        if self.load is not None:
+            self.load.stop()
+        if self.watcher is not None:
+            self.watcher.stop()
+        if self.simulator is not None and self.simulator.poll() is None:
+            self.simulator.terminate()
+            try:
+                self.simulator.wait(10)
+            except subprocess.TimeoutExpired:
+                self.simulator.kill()
+                self.simulator.wait(5)
+        if self._simulator_log is not None:
+            self._simulator_log.close()
+        if self.haproxy is not None:
+            self.haproxy.stop()
+        self.fleet.stop()

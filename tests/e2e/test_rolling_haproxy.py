@@ -1,0 +1,110 @@
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""End to end: the rolling maintenance playbook keeps a real HAProxy serving.
+
+Ten simulated VMs in two availability sets and two inventory groups serve
+through HAProxy under a steady load while the simulator plays Freezes,
+Reboots and a Redeploy one update domain after another, a User reboot, an
+event that names a VM outside the inventory and a hardware failure. With
+draining, not one request may fail; without it, requests must fail, which
+shows the first test could fail.
+"""
+
+import pytest
+
+from stage.checks import approval_posts_by_event, epoch_of, log_tail, run_scenario, undrained_at_approval
+from stage.rolling_stage import (
+    FOREIGN_FREEZE,
+    FREEZE_API_UD0,
+    FREEZE_WEB_UD0,
+    HARDWARE_FAILURE,
+    REBOOT_API_UD1,
+    REBOOT_WEB_UD1,
+    REDEPLOY_WEB_UD2,
+    USER_REBOOT,
+    scenario_event_ids,
+)
+
+APPROVED = {FREEZE_WEB_UD0, REBOOT_WEB_UD1, REDEPLOY_WEB_UD2, FREEZE_API_UD0, REBOOT_API_UD1, USER_REBOOT}
+
+
+@pytest.fixture(scope='module')
+def drained_run(require_haproxy, tmp_path_factory):
+    return run_scenario(str(tmp_path_factory.mktemp('drained')), drain=True)
+
+
+@pytest.fixture(scope='module')
+def undrained_run(require_haproxy, tmp_path_factory):
+    return run_scenario(str(tmp_path_factory.mktemp('undrained')), drain=False)
+
+
+def test_playbook_succeeds_and_the_world_settles(drained_run):
+    assert drained_run['code'] == 0, log_tail(drained_run['log'])
+    assert drained_run['quiet'], 'events or impacts were still going on after the playbook ended'
+
+
+def test_no_request_failed_under_load(drained_run):
+    load = drained_run['load']
+    assert load['rate'] >= 50, load
+    assert load['failed'] == 0, load['failures']
+    # Every backend served: the load really went through all of them.
+    assert len(load['by_backend']) == 10, load['by_backend']
+
+
+def test_every_event_was_approved_once_after_its_hosts_were_drained(drained_run):
+    posts = approval_posts_by_event(drained_run['approvals'])
+    assert set(event_id for event_id, found in posts.items() if found) == APPROVED
+    for event_id in APPROVED:
+        assert len(posts[event_id]) == 1, (event_id, posts[event_id])
+    assert undrained_at_approval(drained_run) == []
+
+
+def test_the_event_naming_a_vm_outside_the_inventory_was_never_approved(drained_run):
+    assert approval_posts_by_event(drained_run['approvals'])[FOREIGN_FREEZE] == []
+    foreign = drained_run['events'][FOREIGN_FREEZE]
+    assert foreign['approvals'] == []
+    # It still started (at its NotBefore) and was handled: drained before, recovered after.
+    assert foreign['started_at'] is not None
+    drained = [change for change in drained_run['haproxy_changes']
+               if change['server'] == 'api3' and change['admin'] & 0x08
+               and change['time'] <= epoch_of(foreign['started_at'].replace('Z', 'Z'))]
+    assert drained, 'api3 was not drained before the event it shares with partner_0 started'
+
+
+def test_the_report_matches_what_happened(drained_run):
+    report = drained_run['report']
+    events = dict((event['event_id'], event) for event in report['events'])
+    assert set(events) == set(scenario_event_ids())
+    assert set(report['run']['approved']) == APPROVED
+    assert report['run']['stopped_groups'] == {}
+    assert events[FOREIGN_FREEZE]['action'] == 'await'
+    assert events[FOREIGN_FREEZE]['foreign_resources'] == ['partner_0']
+    assert events[FOREIGN_FREEZE]['outcome'] == 'waited'
+    assert events[HARDWARE_FAILURE]['action'] == 'recover'
+    assert events[HARDWARE_FAILURE]['outcome'] == 'recovered'
+    assert events[HARDWARE_FAILURE]['times']['drained'] is None
+    assert events[REBOOT_WEB_UD1]['hosts'] == ['web2', 'web3']
+    posts = approval_posts_by_event(drained_run['approvals'])
+    for event_id in APPROVED:
+        event = events[event_id]
+        assert event['outcome'] == 'approved', event
+        assert event['errors'] == [], event
+        # The report's approval time is the simulator's, within a poll.
+        approved_at = epoch_of(posts[event_id][0]['real_time'])
+        assert abs(epoch_of(event['times']['approved']) - approved_at) < 1.5, (event_id, event['times'], approved_at)
+        assert event['times']['drained'] <= event['times']['approved'] <= event['times']['started']
+        assert event['times']['completed'] <= event['times']['verified'] <= event['times']['undrained']
+    with open(drained_run['report_html']) as handle:
+        page = handle.read()
+    assert '<svg' in page and FOREIGN_FREEZE in page
+
+
+def test_without_draining_requests_fail(undrained_run):
+    assert undrained_run['code'] == 0, log_tail(undrained_run['log'])
+    approved = set(event_id for event_id, found in approval_posts_by_event(undrained_run['approvals']).items() if found)
+    # Without drains the run is paced differently, and an event may reach its
+    # NotBefore first; what matters is that approvals went out undrained.
+    assert approved and approved <= APPROVED, approved
+    assert undrained_at_approval(undrained_run), 'hosts were drained although draining was off'
+    load = undrained_run['load']
+    assert load['failed'] > 0, 'no request failed without draining: the e2e test could not tell'

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Tests against real components started on loopback by the tests themselves:
+# the hook daemon against the simulator (tests/service), the EDA source under a
+# real ansible-rulebook (tests/eda), ansible-builder (tests/ee), HAProxy under
+# load (tests/e2e) and ansible-runner as AWX runs jobs (tests/awx).
+set -euo pipefail
+
+# shellcheck source=tests/tooling/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+require_venv
+banner "system tests: pytest tests/service tests/eda tests/ee tests/e2e tests/awx"
+cd "${REPO_ROOT}"
+status=0
+run_pytest tests/service tests/eda tests/ee tests/e2e tests/awx "$@" || status=$?
+"${VENV_PYTHON}" "${TOOLING_DIR}/stop_simulators.py" || true
+exit "${status}"
