@@ -44,3 +44,36 @@ except ImportError:  # ansible-core is not installed: only the core's stdlib cod
 if _AnsibleCollectionFinder is not None:
     # pylint: disable=protected-access
     _AnsibleCollectionFinder(paths=[COLLECTIONS_PARENT])._install()
+
+
+# Importing ansible-core's controller packages (plugin loader, errors, display)
+# sets ansible.module_utils._internal.is_controller; from then on, in
+# ansible-core 2.19, a module's warn() goes to the display instead of its
+# result, so module tests that assert on warnings would pass or fail by test
+# order. pytest imports every test file before running any, so the flag is
+# already set when the first test starts: controller-side tests run with it
+# set and then put it back to what a module on a managed node sees (False).
+CONTROLLER_TEST_DIRS = tuple(
+    os.path.join(COLLECTION_ROOT, 'tests', 'unit', 'plugins', name) + os.sep
+    for name in ('filter', 'lookup', 'plugin_utils')
+)
+
+try:
+    from ansible.module_utils import _internal as _module_utils_internal
+except ImportError:  # ansible-core before 2.19 has no such flag
+    _module_utils_internal = None
+
+
+def _set_controller_flag(value):
+    if hasattr(_module_utils_internal, 'is_controller'):
+        _module_utils_internal.is_controller = value
+
+
+def pytest_runtest_setup(item):
+    if str(item.fspath).startswith(CONTROLLER_TEST_DIRS):
+        _set_controller_flag(True)
+
+
+def pytest_runtest_teardown(item):
+    if str(item.fspath).startswith(CONTROLLER_TEST_DIRS):
+        _set_controller_flag(False)
