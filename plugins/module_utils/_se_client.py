@@ -40,6 +40,8 @@ FIRST_CALL_TIMEOUT = 130.0
 # A VM that is not on Azure must fail fast rather than wait two minutes, so
 # connecting is bounded separately from waiting for the answer.
 CONNECT_TIMEOUT = 5.0
+# How many recent (method, url, status or failure) tuples attempt_log keeps.
+ATTEMPT_LOG_SIZE = 100
 USER_AGENT = 'azure_maintenance.scheduled_events/0.1.0'
 
 _API_VERSION_SHAPE = re.compile(r'^\d{4}-\d{2}-\d{2}(-preview)?$')
@@ -104,7 +106,13 @@ def _http_error(method, url, status, body, attempts):
     elif status == 400:
         advice = 'the request was refused as malformed; check the event ids and options'
     elif status == 404:
-        advice = 'no such IMDS path: endpoint must end in /metadata/scheduledevents'
+        path = url.split('?', 1)[0]
+        if path.endswith('/metadata/scheduledevents'):
+            advice = 'no such IMDS path: check that endpoint is the IMDS address (scheme, host and port)'
+        elif '/metadata/instance' in path:
+            advice = 'this IMDS does not serve that path; set resource_name if the VM name cannot be discovered'
+        else:
+            advice = 'no such IMDS path: endpoint must end in /metadata/scheduledevents'
     elif status == 405:
         advice = 'IMDS does not allow %s on this path: check endpoint' % method
     elif status == 410:
@@ -172,6 +180,13 @@ class ImdsClient(object):
         self.events_answered = False
         self.attempt_log = []
 
+    def _record_attempt(self, method, url, outcome):
+        # Long-running pollers (the daemon, the EDA source) keep one client
+        # for days: keep only the recent attempts so memory stays flat.
+        self.attempt_log.append((method, url, outcome))
+        if len(self.attempt_log) > 2 * ATTEMPT_LOG_SIZE:
+            del self.attempt_log[:-ATTEMPT_LOG_SIZE]
+
     @property
     def events_url(self):
         """The scheduledevents URL with its mandatory api-version."""
@@ -213,7 +228,7 @@ class ImdsClient(object):
             if response is not None:
                 status = response.status
                 if 200 <= status < 300:
-                    self.attempt_log.append((method, url, status))
+                    self._record_attempt(method, url, status)
                     return response
                 if 300 <= status < 400:
                     raise ImdsRedirectError(
@@ -221,7 +236,7 @@ class ImdsClient(object):
                         'this host and IMDS (a proxy or an interception) answered instead; redirects are not followed. '
                         'Reach IMDS directly.' % (url, status, response.headers.get('location')), url=url)
                 error = _http_error(method, url, status, response.body, attempt)
-            self.attempt_log.append((method, url, status if status is not None else failure))
+            self._record_attempt(method, url, status if status is not None else failure)
             now = self.monotonic()
             remaining = None if deadline is None else deadline - now
             decision = self.policy.decide(attempt, now - started, status=status, failure=failure,

@@ -47,7 +47,11 @@ def same_resource(name_a, name_b):
 
 def affects(event, resource_name):
     """True if ``resource_name`` is in the event's Resources."""
-    return any(same_resource(name, resource_name) for name in event.get('resources') or [])
+    if resource_name is None:
+        return False
+    # Lower-cased once: fleets of events with many Resources call this a lot.
+    wanted = str(resource_name).lower()
+    return any(name is not None and str(name).lower() == wanted for name in event.get('resources') or [])
 
 
 def events_affecting(events, resource_name):

@@ -36,6 +36,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
     ScheduledEventsError,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_retry import RetryPolicy
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils import _se_client
 
 PATH = '/metadata/scheduledevents'
 COMPUTE_PATH = '/metadata/instance/compute'
@@ -180,7 +181,7 @@ ERROR_CASES = [
     (400, {'error': 'Bad request. X-Forwarded-For header is not allowed by the metadata service'},
      ['X-Forwarded-For); reach it directly']),
     (400, {'error': 'Bad request. Invalid EventId'}, ['refused as malformed', 'Invalid EventId']),
-    (404, {'error': 'Not found. Unknown IMDS path'}, ['endpoint must end in /metadata/scheduledevents']),
+    (404, {'error': 'Not found. Unknown IMDS path'}, ['check that endpoint is the IMDS address']),
     (405, {'error': 'Method not allowed.'}, ['does not allow GET']),
     (418, {'message': 'teapot'}, ['unexpected answer', 'teapot']),
     (400, b'plain text refusal', ['plain text refusal']),
@@ -474,3 +475,20 @@ def test_every_core_error_is_a_scheduled_events_error():
                                                (429, True), (500, True), (503, True), (None, False)])
 def test_http_error_retryable_by_status(status, retryable):
     assert ImdsHttpError('x', status=status).retryable is retryable
+
+
+@pytest.mark.parametrize('url, expected', [
+    ('http://127.0.0.1:1/metadata/scheduledevent?api-version=2020-07-01', 'endpoint must end in /metadata/scheduledevents'),
+    ('http://127.0.0.1:1/metadata/instance/compute?api-version=2021-02-01', 'set resource_name'),
+])
+def test_404_advice_depends_on_the_path(url, expected):
+    error = _se_client._http_error('GET', url, 404, b'{"error": "Not found"}', 1)
+    assert expected in error.message
+
+
+def test_attempt_log_stays_bounded():
+    client = _se_client.ImdsClient(endpoint='http://127.0.0.1:1/metadata/scheduledevents')
+    for number in range(5 * _se_client.ATTEMPT_LOG_SIZE):
+        client._record_attempt('GET', 'url', number)
+    assert len(client.attempt_log) <= 2 * _se_client.ATTEMPT_LOG_SIZE
+    assert client.attempt_log[-1][2] == 5 * _se_client.ATTEMPT_LOG_SIZE - 1
