@@ -12,6 +12,10 @@ require_venv
 banner "system tests: pytest tests/service tests/eda tests/ee tests/e2e tests/awx"
 cd "${REPO_ROOT}"
 status=0
-run_pytest tests/service tests/eda tests/ee tests/e2e tests/awx "$@" || status=$?
+# One pytest run per folder: their conftest.py files share a module name
+# ("from conftest import ..."), so one session would import the wrong one.
+for suite in tests/service tests/eda tests/ee tests/e2e tests/awx; do
+    run_pytest "${suite}" "$@" || status=$?
+done
 "${VENV_PYTHON}" "${TOOLING_DIR}/stop_simulators.py" || true
 exit "${status}"
