@@ -21,11 +21,23 @@ API = '2020-07-01'
 SE_PATH = '/metadata/scheduledevents'
 
 
+_PORTS_GIVEN = set()
+
+
 def free_port(host='127.0.0.1'):
-    """A port nothing listens on right now (the kernel picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
+    """A port nothing listens on right now (the kernel picks it), never one given before.
+
+    Ports are picked before anything listens on them, so without the memory
+    two picks for one world (a VM and the control API) could be the same port.
+    """
+    for dummy in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((host, 0))
+            port = probe.getsockname()[1]
+        if port not in _PORTS_GIVEN:
+            _PORTS_GIVEN.add(port)
+            return port
+    raise RuntimeError('no unused loopback port found in 100 tries')
 
 
 class Response:
