@@ -63,9 +63,10 @@ def request_arguments(module_name, method, url, headers, body=None, read_timeout
     """The arguments of ``module_name`` that send exactly the core's request.
 
     No proxy (IMDS must be reached directly), no redirects (IMDS never
-    redirects, so one is reported as an interception), every status accepted
-    so HTTP errors come back as answers for the core's retry policy, and the
-    body returned whatever its content type.
+    redirects, so one is reported as an interception), and the body returned
+    whatever its content type. Any status but 200 fails the module, whose
+    result still holds the status and the body: response_from_result reads
+    them as the answer they are, for the core's retry policy.
     """
     if module_name not in STATUS_KEY:
         raise ValueError('no request mapping for %r; known: %s' % (module_name, ', '.join(HTTP_MODULES)))
@@ -78,7 +79,6 @@ def request_arguments(module_name, method, url, headers, body=None, read_timeout
         'return_content': True,
         # Both modules take whole seconds; rounding up never cuts a wait short.
         'timeout': max(1, int(math.ceil(read_timeout))),
-        'status_code': list(range(100, 600)),
     }
     if body is not None:
         arguments['body'] = body.decode('utf-8') if isinstance(body, bytes) else body
