@@ -27,6 +27,7 @@ author:
   - azure_maintenance.scheduled_events contributors (!UNKNOWN)
 extends_documentation_fragment:
   - azure_maintenance.scheduled_events.common
+  - azure_maintenance.scheduled_events.windows
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.ACTIONGROUPS
 attributes:
@@ -37,8 +38,6 @@ attributes:
       - O(wait) is not honoured, since nothing was approved to wait for.
   diff_mode:
     support: none
-  platform:
-    platforms: posix
   action_group:
     membership:
       - azure_maintenance.scheduled_events.scheduled_events

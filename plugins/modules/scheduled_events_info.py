@@ -31,6 +31,7 @@ author:
   - azure_maintenance.scheduled_events contributors (!UNKNOWN)
 extends_documentation_fragment:
   - azure_maintenance.scheduled_events.common
+  - azure_maintenance.scheduled_events.windows
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.

@@ -23,6 +23,7 @@ __metaclass__ = type
 
 import json
 import math
+from http import HTTPStatus
 
 from ansible.errors import AnsibleConnectionFailure
 
@@ -44,6 +45,8 @@ HTTP_MODULES = tuple(sorted(STATUS_KEY))
 # cases them and turns '-' into '_'; win_uri drops '-' and snake-cases them.
 # Either way these are the keys of the headers the core reads.
 _RESPONSE_HEADERS = (('retry_after', 'retry-after'), ('location', 'location'), ('content_type', 'content-type'))
+
+_STATUS_BY_NAME = dict((status.name.replace('_', '').lower(), int(status)) for status in HTTPStatus)
 
 # Words of the modules' failure messages that mean the request timed out
 # (.NET WebException "The operation has timed out", Python "timed out").
@@ -92,6 +95,10 @@ def _status_of(module_name, result):
     status = result.get(STATUS_KEY[module_name])
     if isinstance(status, bool):
         return None
+    if isinstance(status, str) and not status.strip().lstrip('-').isdigit():
+        # win_uri copies .NET's HttpStatusCode; should it arrive by name
+        # (TooManyRequests) rather than number, read the name.
+        return _STATUS_BY_NAME.get(status.replace('_', '').lower())
     try:
         status = int(status)
     except (TypeError, ValueError):

@@ -228,6 +228,11 @@ class TestResponseMapping(object):
         assert response.status == status
         assert json.loads(response.body.decode('utf-8')) == {'DocumentIncarnation': 3, 'Events': []}
 
+    @pytest.mark.parametrize('status, expected', [('TooManyRequests', 429), ('OK', 200), ('Gone', 410),
+                                                  ('InternalServerError', 500), ('404', 404)])
+    def test_win_uri_status_by_dotnet_name_or_as_text(self, status, expected):
+        assert response_from_result(WIN_URI, EVENTS_URL, win_uri_answer(status, {})).status == expected
+
     def test_json_without_content_is_encoded_back(self):
         result = win_uri_answer(200, {'DocumentIncarnation': 1, 'Events': []})
         del result['content']
@@ -248,8 +253,8 @@ class TestResponseMapping(object):
     @pytest.mark.parametrize('module_name, result', [
         (WIN_URI, {'failed': True, 'msg': 'Unhandled exception occurred when sending web request. Exception: '
                                           'The operation has timed out', 'elapsed': 10.0, 'url': EVENTS_URL}),
-        (URI, {'failed': True, 'status': -1, 'msg': 'Status code was -1 and not [200]: Request failed: '
-                                                   '<urlopen error timed out>', 'url': EVENTS_URL}),
+        (URI, {'failed': True, 'status': -1, 'url': EVENTS_URL,
+               'msg': 'Status code was -1 and not [200]: Request failed: <urlopen error timed out>'}),
     ])
     def test_timeouts_raise_the_core_timeout_error(self, module_name, result):
         with pytest.raises(ImdsTimeoutError) as caught:
@@ -260,8 +265,8 @@ class TestResponseMapping(object):
     @pytest.mark.parametrize('module_name, result', [
         (WIN_URI, {'failed': True, 'msg': 'Unhandled exception occurred when sending web request. Exception: '
                                           'Unable to connect to the remote server', 'url': EVENTS_URL}),
-        (URI, {'failed': True, 'status': -1, 'msg': 'Status code was -1 and not [200]: Request failed: '
-                                                   '<urlopen error [Errno 111] Connection refused>'}),
+        (URI, {'failed': True, 'status': -1,
+               'msg': 'Status code was -1 and not [200]: Request failed: <urlopen error [Errno 111] Connection refused>'}),
         (WIN_URI, {'failed': True, 'status_code': None, 'msg': 'no response'}),
     ])
     def test_no_answer_raises_unreachable_naming_what_the_module_said(self, module_name, result):
