@@ -114,7 +114,7 @@ def target_host_name(task_vars):
     """The target's short host name: from gathered facts, else its inventory name."""
     facts = task_vars.get('ansible_facts') or {}
     name = facts.get('hostname') or task_vars.get('ansible_hostname') or task_vars.get('inventory_hostname') or ''
-    return str(name).split('.')[0]
+    return str(name).partition('.')[0]
 
 
 class ScheduledEventsAction(ActionBase):

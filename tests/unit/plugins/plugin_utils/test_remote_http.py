@@ -530,3 +530,83 @@ class TestActionHelpers(object):
     ])
     def test_target_host_name(self, task_vars, expected):
         assert target_host_name(task_vars) == expected
+
+
+class TestActionPlugin(object):
+    """The action plugin's run(), with Ansible's task and connection replaced by stand-ins."""
+
+    def make_action(self, clock, shell_family='powershell', check_mode=False, installed=True, **args):
+        from unittest import mock
+
+        from ansible_collections.azure_maintenance.scheduled_events.plugins.action import scheduled_events_info as info_action
+
+        task = mock.MagicMock(args=dict(args, endpoint=ENDPOINT), check_mode=check_mode, async_val=0, collections=[],
+                              diff=False, no_log=False)
+        connection = mock.MagicMock()
+        connection._shell.SHELL_FAMILY = shell_family
+        connection._shell.tmpdir = None
+        loader_obj = mock.MagicMock()
+        loader_obj.module_loader.find_plugin_with_context.return_value = mock.MagicMock(resolved=installed)
+        templar = mock.MagicMock()
+        templar.template.side_effect = lambda value: value
+        action = info_action.ActionModule(task, connection, mock.MagicMock(), mock.MagicMock(), templar, loader_obj)
+        # ansible-core 2.19 ignores the shared_loader_obj argument and keeps its plugin loaders.
+        action._shared_loader_obj = loader_obj
+        target = FakeTarget(clock)
+        calls = []
+
+        def execute_module(module_name=None, module_args=None, task_vars=None, **kwargs):
+            calls.append(module_name)
+            if module_name == info_action.ActionModule.MODULE:
+                return {'changed': False, 'from': 'python module'}
+            return target(module_name, module_args, action._read_only_request)
+
+        action._execute_module = execute_module
+        action._remove_tmp_path = lambda path: None
+        return action, target, calls
+
+    def test_posix_targets_run_the_python_module(self, clock):
+        action, target, calls = self.make_action(clock, shell_family='sh')
+        result = action.run(task_vars={})
+        assert result['from'] == 'python module'
+        assert calls == ['azure_maintenance.scheduled_events.scheduled_events_info']
+
+    def test_powershell_targets_read_through_win_uri(self, clock):
+        action, target, calls = self.make_action(clock, resource_name='WestNO_0')
+        result = action.run(task_vars={})
+        assert calls == [WIN_URI]
+        assert result['document_incarnation'] == 2
+        assert not result.get('failed')
+
+    def test_missing_windows_collection_says_what_to_install(self, clock):
+        action, target, calls = self.make_action(clock, installed=False)
+        result = action.run(task_vars={})
+        assert result['failed'] is True
+        assert 'ansible-galaxy collection install ansible.windows' in result['msg']
+        assert calls == []
+
+    def test_an_unreachable_host_is_reported_unreachable(self, clock):
+        action, target, calls = self.make_action(clock, retries=0, resource_name='WestNO_0')
+        target.faults = [AnsibleConnectionFailure('winrm: connection refused')]
+        result = action.run(task_vars={})
+        assert result['failed'] is True
+        assert result['unreachable'] is True
+        assert 'winrm: connection refused' in result['msg']
+
+    def test_imds_failures_are_not_unreachable(self, clock):
+        action, target, calls = self.make_action(clock, retries=0, resource_name='WestNO_0')
+        target.faults = [win_uri_answer(404, {'error': 'Not found'})]
+        result = action.run(task_vars={})
+        assert result['failed'] is True
+        assert 'unreachable' not in result
+        assert 'HTTP 404' in result['msg']
+
+    def test_check_mode_reads_with_the_http_module_out_of_check_mode(self, clock):
+        action, target, calls = self.make_action(clock, check_mode=True)
+        args = {}
+        action._read_only_request = True
+        action._update_module_args(WIN_URI, args, {})
+        assert args['_ansible_check_mode'] is False
+        action._read_only_request = False
+        action._update_module_args(WIN_URI, args, {})
+        assert args['_ansible_check_mode'] is True
