@@ -47,6 +47,18 @@ def fallback_resource_name():
     return socket.gethostname().split('.')[0]
 
 
+def _sender_host_name(client):
+    """The host name of the machine the requests leave from, when a transport says it is not this one.
+
+    The Windows path runs the core on the controller and sends each request
+    from the target (see plugin_utils/_remote_http.py): the fallback must be
+    the target's name then, not the controller's.
+    """
+    sender = getattr(getattr(client, 'transport', None), 'sender_host_name', None)
+    name = sender() if callable(sender) else None
+    return name.split('.')[0] if name else None
+
+
 def resolve_resource_name(client, override=None, deadline=None):
     """Return ``(resource_name, source, warning)``.
 
@@ -59,7 +71,7 @@ def resolve_resource_name(client, override=None, deadline=None):
     try:
         return resource_name_from_compute(get_compute(client, deadline=deadline)), SOURCE_IMDS, None
     except ScheduledEventsError as exc:
-        name = fallback_resource_name()
+        name = _sender_host_name(client) or fallback_resource_name()
         warning = ('Could not learn this VM\'s name from IMDS (%s); using the host name %r instead. '
                    'Set resource_name to the VM name Azure uses in Resources if that is wrong.' % (exc.message, name))
         return name, SOURCE_HOSTNAME, warning

@@ -27,6 +27,7 @@ author:
   - azure_maintenance.scheduled_events contributors (!UNKNOWN)
 extends_documentation_fragment:
   - azure_maintenance.scheduled_events.common
+  - azure_maintenance.scheduled_events.windows
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.ACTIONGROUPS
 attributes:
@@ -37,8 +38,6 @@ attributes:
       - O(wait) is not honoured, since nothing was approved to wait for.
   diff_mode:
     support: none
-  platform:
-    platforms: posix
   action_group:
     membership:
       - azure_maintenance.scheduled_events.scheduled_events
@@ -471,11 +470,16 @@ def validated_selection(params):
                               scope=params['scope'], leader_only=params['leader_only'], missing=params['missing'])
 
 
-def main():
-    module = AnsibleModule(argument_spec=module_argument_spec(), supports_check_mode=True)
+def run_module(module, make_client=None):
+    """Approve as the parameters say and exit with the result; every core error becomes fail_json.
+
+    ``make_client(params)`` builds the core client; the action plugin passes
+    one whose requests run on a Windows target through win_uri.
+    """
+    make_client = make_client or client_from_options
     try:
         selection = validated_selection(module.params)
-        client = client_from_options(module.params)
+        client = make_client(module.params)
     except ScheduledEventsError as exc:
         module.fail_json(msg=exc.message)
         return
@@ -488,6 +492,11 @@ def main():
     finally:
         client.close()
     module.exit_json(**approval.result)
+
+
+def main():
+    module = AnsibleModule(argument_spec=module_argument_spec(), supports_check_mode=True)
+    run_module(module)
 
 
 if __name__ == '__main__':

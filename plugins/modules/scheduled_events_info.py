@@ -31,6 +31,7 @@ author:
   - azure_maintenance.scheduled_events contributors (!UNKNOWN)
 extends_documentation_fragment:
   - azure_maintenance.scheduled_events.common
+  - azure_maintenance.scheduled_events.windows
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -291,13 +292,18 @@ def module_argument_spec():
     return argument_spec(**own_options)
 
 
-def run_module(module):
-    """Read (or wait for) the document and exit with the result; every core error becomes fail_json."""
+def run_module(module, make_client=None):
+    """Read (or wait for) the document and exit with the result; every core error becomes fail_json.
+
+    ``make_client(params)`` builds the core client; the action plugin passes
+    one whose requests run on a Windows target through win_uri.
+    """
+    make_client = make_client or client_from_options
     params = module.params
     selection = EventSelection.from_options(params)
     client = None
     try:
-        client = client_from_options(params)
+        client = make_client(params)
         info = fetch_info(client, resource_name=params['resource_name'], selection=selection,
                           wait_for=params['wait_for'], since_incarnation=params['since_incarnation'],
                           wait_timeout=params['wait_timeout'], poll_interval=params['poll_interval'])
