@@ -201,6 +201,8 @@ skipped_events:
         - V(already_started) the event is C(Started) already.
         - V(gone) the id is not in the events document (over, or cancelled).
         - V(not_leader) O(leader_only) is set and this VM is not first in C(Resources).
+        - V(not_scheduled) the event has a status other than C(Scheduled) or C(Started), which IMDS may add one day;
+          only C(Scheduled) events are approved.
         - V(not_this_vm) O(scope=this_vm) and this VM is not in C(Resources).
       type: str
       returned: always
