@@ -213,6 +213,7 @@ def track_changes(previous_events, previous_incarnation, normalized):
 
 
 def incarnation_reset_message(reset):
+    """What to say about ``Changes.incarnation_reset`` (each consumer says it in its own channel)."""
     return ('DocumentIncarnation went back from %s to %s: Scheduled Events were disabled (24 hours without a request) '
             'and enabled again; events are followed by id, nothing is lost' % reset)
 
@@ -269,7 +270,8 @@ class Poller(object):
             held = self.repeats.take_suppressed(key)
             messages.append((level, text + (' (%d similar message(s) held back)' % held if held else '')))
 
-    def _quick_deadline(self):
+    def quick_deadline(self):
+        """The deadline of a request that must not hold the loop: identity lookups, approvals, later reads."""
         # Retries inside one read get at most a poll interval or a time-out:
         # the poller's own backoff takes over after that, and a 410 must not
         # hold the loop for the 70 s a one-shot request may spend on it.
@@ -278,13 +280,13 @@ class Poller(object):
     def _read_deadline(self):
         # The first read may take two minutes while IMDS enables Scheduled
         # Events; the client's own deadline bounds it.
-        return None if self.client.first_call_pending else self._quick_deadline()
+        return None if self.client.first_call_pending else self.quick_deadline()
 
     def poll(self):
         """One round: the identity if due, then the document. Returns a PollResult."""
         messages = []
         if self.identity.due():
-            for level, key, text in self.identity.lookup(self.client, deadline=self._quick_deadline()):
+            for level, key, text in self.identity.lookup(self.client, deadline=self.quick_deadline()):
                 self._say(messages, level, key, text)
         try:
             normalized, raw = self.client.get_document(deadline=self._read_deadline())
@@ -301,8 +303,6 @@ class Poller(object):
         self.backoff.succeeded()
         self.polls_succeeded += 1
         changes = track_changes(self.previous_events, self.previous_incarnation, normalized)
-        if changes.incarnation_reset:
-            messages.append((LEVEL_WARNING, incarnation_reset_message(changes.incarnation_reset)))
         if changes.incarnation_changed:
             # Warnings belong to a document; the same document says them once.
             for warning in normalized['warnings']:
