@@ -146,7 +146,7 @@ class ImdsRequestHandler(JsonRequestHandler):
             time.sleep(fault['delay_seconds'])
         if world.throttled(vm):
             return 429, {'error': 'Too many requests'}, ()
-        wait = world.admit(vm)
+        wait = world.admit(vm, scheduled_events=url.path == _SCHEDULED_EVENTS_PATH)
         if wait > 0:
             time.sleep(wait)
         query = parse_qs(url.query, keep_blank_values=True)
