@@ -138,7 +138,8 @@ class ImdsRequestHandler(JsonRequestHandler):
             if fault['kind'] == 'reset':
                 return None, None, ()
             if fault['kind'] == 'status':
-                return fault['status'], {'error': 'Simulated fault: HTTP %d' % fault['status']}, ()
+                headers = (('Retry-After', str(fault['retry_after'])),) if 'retry_after' in fault else ()
+                return fault['status'], {'error': 'Simulated fault: HTTP %d' % fault['status']}, headers
             if fault['kind'] == 'redirect':
                 return fault['status'], {'error': 'Simulated redirect'}, (('Location', fault['location']),)
             if fault['kind'] == 'malformed':

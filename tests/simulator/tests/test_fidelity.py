@@ -108,3 +108,10 @@ def test_unrealistic_events_are_warned_about_not_refused(sim):
     assert realistic['warnings'] == []
     hardware = sim.control.event(sim.control.create_event('Reboot', ['vm1'], hardware_failure=True))
     assert hardware['warnings'] == []
+
+
+def test_a_status_fault_can_carry_retry_after(sim):
+    sim.control.add_fault('status', vm='vm0', path='scheduledevents', status=429, retry_after=3)
+    throttled = sim.get('vm0')
+    assert throttled.status == 429 and throttled.headers['Retry-After'] == '3'
+    assert sim.get('vm0').status == 200
