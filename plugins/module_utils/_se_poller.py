@@ -61,14 +61,15 @@ class Backoff(object):
 
     After a success: at once (``ready``). After the n-th failure in a row:
     ``base * 2 ** (n - 1)`` capped at ``cap``, for failures that ask for less
-    traffic (429, 5xx); ``base`` for the others. A Retry-After is honoured,
-    within ``cap``.
+    traffic (429, 5xx), or for every failure with ``escalate_all``; ``base``
+    for the others. A Retry-After is honoured, within ``cap``.
     """
 
-    def __init__(self, base, cap, clock=time.monotonic):
+    def __init__(self, base, cap, clock=time.monotonic, escalate_all=False):
         self.base = float(base)
         self.cap = max(float(cap), self.base)
         self.clock = clock
+        self.escalate_all = escalate_all
         self.failures = 0
         self.not_before = None
 
@@ -76,7 +77,7 @@ class Backoff(object):
         """Record a failure; return the delay before the next try."""
         self.failures += 1
         delay = self.base
-        if exc is None or _backs_off(exc):
+        if exc is None or self.escalate_all or _backs_off(exc):
             delay = min(self.cap, self.base * (2 ** min(self.failures - 1, 16)))
         retry_after = getattr(exc, 'retry_after', None)
         if retry_after is not None:
@@ -313,11 +314,16 @@ class Poller(object):
 
 
 class ApprovalGate(object):
-    """Backoff and repeat-limited messages for approvals that fail, shared by pollers that approve."""
+    """Backoff and repeat-limited messages for approvals that fail, shared by pollers that approve.
+
+    Every failed POST backs off (1, 2, 4, 8 s): unlike a read, which the
+    beat needs, an approval repeated each poll only adds load to an IMDS
+    that refuses it.
+    """
 
     def __init__(self, base=1.0, cap=MAX_APPROVAL_BACKOFF_SECONDS, clock=time.monotonic,
                  repeat_interval=REPEAT_LOG_SECONDS):
-        self.backoff = Backoff(base, max(base, cap), clock)
+        self.backoff = Backoff(base, max(base, cap), clock, escalate_all=True)
         self.repeats = RepeatLimiter(repeat_interval, clock)
 
     def ready(self):

@@ -99,7 +99,7 @@ class Service(object):
         self.metrics = Metrics()
         self.client = None
         self.poller = None
-        self.approvals = ApprovalGate(base=config['poll_interval'])
+        self.approvals = ApprovalGate()
         self.metrics_server = None
         self.webhook = None
         self.event_log = None
@@ -227,7 +227,7 @@ class Service(object):
                                                        'poll_interval')):
             # Identity and change tracking start over; the state keeps the events.
             self.poller = self._build_poller()
-            self.approvals = ApprovalGate(base=config['poll_interval'])
+            self.approvals = ApprovalGate()
         if (old['metrics'], old['webhook'], old['event_log']) != (config['metrics'], config['webhook'], config['event_log']):
             self._stop_outputs()
             self._start_outputs()

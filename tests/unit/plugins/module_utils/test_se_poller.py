@@ -132,7 +132,8 @@ def test_approval_gate_backs_off_and_says_it_once_a_minute(clock):
     outcomes = []
     for dummy in range(5):
         assert gate.ready()
-        outcomes.append(gate.failed(http_error(500)))
+        # 410 too: every failed approval backs off, not only throttling.
+        outcomes.append(gate.failed(http_error(410 if len(outcomes) % 2 else 500)))
         clock.now += outcomes[-1][0]
     assert [delay for delay, dummy in outcomes] == [1.0, 2.0, 4.0, 8.0, 8.0]
     assert [say for dummy, say in outcomes] == [True, False, False, False, False]
