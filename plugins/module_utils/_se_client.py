@@ -166,11 +166,14 @@ def _attempts_text(attempts):
     return 'to the only attempt' if attempts == 1 else 'to any of %d attempts' % attempts
 
 
-def _patience_text(patience_spent):
+def _patience_text(patience_spent, first_call_timeout):
     first = [timeout for timeout, first_call in patience_spent if first_call]
     others = [timeout for timeout, first_call in patience_spent if not first_call]
     parts = []
-    if first:
+    if first and first[0] < first_call_timeout:
+        parts.append('the first request of this VM waited %s s, all the deadline allowed of the %s s enabling '
+                     'Scheduled Events may take' % (_seconds(first[0]), _seconds(first_call_timeout)))
+    elif first:
         parts.append('the first request of this VM waited %s s, as enabling Scheduled Events can take 2 minutes'
                      % _seconds(first[0]))
     if others:
@@ -326,7 +329,7 @@ class ImdsClient(object):
         if isinstance(error, ImdsTimeoutError):
             return ImdsTimeoutError(
                 'IMDS at %s did not answer %s in %.1f s (%s; the deadline is %s s). %s %s'
-                % (url, _attempts_text(attempts), elapsed, _patience_text(patience_spent), _seconds(self.deadline),
+                % (url, _attempts_text(attempts), elapsed, _patience_text(patience_spent, self.first_call_timeout), _seconds(self.deadline),
                    _timeout_advice(patience_spent), _UNREACHABLE_HINT), url=url)
         return ImdsUnreachableError('IMDS unreachable at %s after %d attempts in %.1f s (%s). %s'
                                     % (url, attempts, elapsed, error.message, _UNREACHABLE_HINT), url=url)

@@ -276,7 +276,8 @@ class Poller(object):
         # Retries inside one read get at most a poll interval or a time-out:
         # the poller's own backoff takes over after that, and a 410 must not
         # hold the loop for the 70 s a one-shot request may spend on it.
-        return self.clock() + max(self.poll_interval, self.client.timeout)
+        # In the client's clock: it compares the deadline with its own.
+        return getattr(self.client, 'monotonic', self.clock)() + max(self.poll_interval, self.client.timeout)
 
     def _read_deadline(self):
         # The first read may take two minutes while IMDS enables Scheduled

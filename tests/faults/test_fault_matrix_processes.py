@@ -105,6 +105,7 @@ def test_a_hung_imds_holds_a_module_no_longer_than_its_deadline(tmp_path, deadli
         assert result.get('failed'), result
         assert seconds < deadline + 5, seconds
         assert 'deadline is %s s' % ('%g' % deadline) in result['msg']
+        assert 'all the deadline allowed' in result['msg']
 
 
 def test_the_eda_source_emits_events_before_the_identity_is_known(tmp_path):
