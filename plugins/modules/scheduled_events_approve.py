@@ -129,7 +129,8 @@ notes:
   - When an event leaves the document between reading it and approving (IMDS then refuses the whole request), the
     document is read again, the vanished events are skipped with reason V(gone) and the others are approved.
   - HTTP 400 from IMDS fails the task with IMDS's message. HTTP 429 and 5xx are retried as O(retries) says, HTTP 410
-    for up to about 70 seconds.
+    for up to about 70 seconds, all within O(deadline).
+  - Only C(Scheduled) events are approved; the same rule holds for the hook service and the rolling playbooks.
 seealso:
   - module: azure_maintenance.scheduled_events.scheduled_events_info
 '''
