@@ -177,8 +177,8 @@ def _patience_text(patience_spent, first_call_timeout):
         parts.append('the first request of this VM waited %s s, as enabling Scheduled Events can take 2 minutes'
                      % _seconds(first[0]))
     if others:
-        parts.append('%s %s s each' % ('the others waited at most' if first else 'each waited at most',
-                                     _seconds(max(others))))
+        lead = 'the others waited at most' if first else 'each waited at most'
+        parts.append('%s %s s each' % (lead, _seconds(max(others))))
     return '; '.join(parts)
 
 

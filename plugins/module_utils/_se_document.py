@@ -125,7 +125,8 @@ def whole_number(value):
     if isinstance(value, int):
         return value if -_WHOLE_NUMBER_LIMIT < value < _WHOLE_NUMBER_LIMIT else None
     if isinstance(value, float):
-        if value != value or value in (float('inf'), float('-inf')) or not value.is_integer():
+        # NaN and the infinities are no whole numbers (is_integer() says so).
+        if not value.is_integer():
             return None
         return whole_number(int(value))
     if isinstance(value, str):

@@ -113,7 +113,7 @@ def _fresh(parent, name):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('--storm-seconds', type=float, default=10.0)
     parser.add_argument('--quick', action='store_true', help='skip the 150 s default-deadline module run')
     parser.add_argument('--strict', action='store_true', help='exit 1 when a target is missed')
@@ -149,8 +149,8 @@ def main():
         for deadline in ([10.0] if options.quick else [10.0, None]):
             figures = module_figures(_fresh(parent, 'module-%s' % deadline), deadline)
             shown = 'default (150)' if deadline is None else '%g' % deadline
-            print('   deadline %s: %.2f s, failed=%s: %s' % (shown, figures['seconds'], figures['failed'],
-                                                              figures['msg']))
+            print('   deadline %s: %.2f s, failed=%s: %s'
+                  % (shown, figures['seconds'], figures['failed'], figures['msg']))
             if figures['seconds'] > (deadline or 150.0) + 5:
                 missed.append('module deadline %s' % shown)
     finally:

@@ -44,7 +44,7 @@ def test_identity_down_prepare_runs_approval_waits_then_follows(tmp_path):
             sim.control.clear_faults()
             wait_until(lambda: [entry for entry in _approvals(sim, event_id) if entry['status'] == 200],
                        what='approval once the identity is known')
-            lookups = [entry for entry in requests_of(sim, 'vm0', path='/metadata/instance/compute')]
+            lookups = requests_of(sim, 'vm0', path='/metadata/instance/compute')
             # Asked again and again, not once at start and then every 30 s.
             assert len(lookups) >= 3
 
@@ -133,8 +133,8 @@ def test_the_eda_source_emits_events_before_the_identity_is_known(tmp_path):
                 received.append(item['scheduled_event'])
 
         async def drive():
-            task = asyncio.ensure_future(source_module.main(Queue(), {'endpoint': sim.endpoint('vm0'),
-                                                                       'poll_interval': 0.25, 'only_this_vm': True}))
+            arguments = {'endpoint': sim.endpoint('vm0'), 'poll_interval': 0.25, 'only_this_vm': True}
+            task = asyncio.ensure_future(source_module.main(Queue(), arguments))
             started = time.monotonic()
             while not received and time.monotonic() - started < 20:
                 await asyncio.sleep(0.05)

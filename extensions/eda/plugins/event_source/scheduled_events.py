@@ -194,7 +194,6 @@ _make_collection_importable()
 # pylint: disable=wrong-import-position
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_errors import (  # noqa: E402
     InvalidParameterError,
-    ScheduledEventsError,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_options import (  # noqa: E402
     COMMON_ARGUMENT_SPEC,

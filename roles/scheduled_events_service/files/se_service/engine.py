@@ -223,8 +223,8 @@ class Service(object):
             self.client.close()
             # Same VM, same IMDS: the first call's allowance is not given twice.
             self.client = self._build_client(first_call_spent=old['endpoint'] == config['endpoint'])
-        if any(old[key] != config[key] for key in ('endpoint', 'api_version', 'timeout', 'resource_name',
-                                                       'poll_interval')):
+        restart_keys = ('endpoint', 'api_version', 'timeout', 'resource_name', 'poll_interval')
+        if any(old[key] != config[key] for key in restart_keys):
             # Identity and change tracking start over; the state keeps the events.
             self.poller = self._build_poller()
             self.approvals = ApprovalGate()

@@ -298,7 +298,7 @@ def test_identity_is_never_guessed_and_asked_again_until_known(source_module, ca
     assert source.resource_name == 'WestNO_0'
     started = items[1]['scheduled_event']
     assert started['change'] == 'started' and started['affects_this_vm'] is True
-    assert started['resource_name'] == 'WestNO_0' 
+    assert started['resource_name'] == 'WestNO_0'
 
 
 # --- faults --------------------------------------------------------------------------------------------------

@@ -353,7 +353,7 @@ def test_cancelled_stops_retrying_instead_of_spinning(make_client, scripted_tran
     stopping = []
     transport = scripted_transport([response(410, {'error': 'Gone'})] * 50)
     client = make_client(transport=transport, policy=pinned_policy(retries=5), cancelled=lambda: bool(stopping),
-                         sleep=lambda seconds: stopping.append(seconds))
+                         sleep=stopping.append)
     with pytest.raises(RequestCancelledError, match='caller is stopping'):
         client.approve([FREEZE_ID])
     # One retry slept (the sleep "returned at once" because of the stop), then no more requests.
