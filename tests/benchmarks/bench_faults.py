@@ -37,7 +37,7 @@ import time
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'faults'))
 
-from fault_harness import Service, longest_gap, requests_of, run_module, simulator, wait_until  # noqa: E402
+from fault_harness import Service, longest_gap, requests_of, run_module, simulator  # noqa: E402
 
 FOREVER = 100000
 
@@ -57,8 +57,8 @@ def identity_figures(work_dir, fault_count):
             sim.control.add_fault('status', vm='vm0', path='compute', status=500, count=fault_count)
         created = time.time()
         sim.control.create_event('Freeze', ['vm0'])
-        with Service(work_dir, sim.endpoint('vm0')) as service:
-            wait_until(lambda: service.hook_runs('prepare'), what='first prepare')
+        with Service(work_dir, sim) as service:
+            service.wait_for(lambda: service.hook_runs('prepare'))
             prepared = service.hook_runs('prepare')[0]['at']
 
             def lookups_ok():
@@ -66,7 +66,7 @@ def identity_figures(work_dir, fault_count):
                         if dummy == 200]
 
             if fault_count < FOREVER:
-                wait_until(lookups_ok, what='the identity lookup recovering')
+                service.wait_for(lookups_ok)
             recovered = _first(lookups_ok())
         first_read = _first_read_of(sim, 'vm0', created)
         return {'lookup_recovered_to_prepare': None if recovered is None else prepared - recovered,
@@ -78,7 +78,7 @@ def storm_figures(work_dir, storm_seconds, with_fault):
         if with_fault:
             sim.control.add_fault('status', vm='vm0', path='scheduledevents', method='POST', status=410,
                                   count=FOREVER)
-        service = Service(work_dir, sim.endpoint('vm0'), resource_name='vm0', poll_interval=1.0,
+        service = Service(work_dir, sim, resource_name='vm0', poll_interval=1.0,
                           approval={'default_action': 'approve' if with_fault else 'never'})
         service.start()
         sim.control.create_event('Freeze', ['vm0'], shared_host=True)

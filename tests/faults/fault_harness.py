@@ -36,17 +36,6 @@ def simulator(work_dir, vm_names=('vm0', 'vm1'), **world):
     return SimulatorProcess(os.path.join(str(work_dir), 'simulator'), config=config)
 
 
-def wait_until(predicate, timeout=WAIT_LIMIT_SECONDS, interval=0.05, what='condition'):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            raise AssertionError('%s not met within %.1f s' % (what, timeout))
-        time.sleep(interval)
-
-
 def epoch_of(iso_text):
     """Epoch seconds of the simulator's ISO timestamps (milliseconds, UTC)."""
     moment = datetime.datetime.strptime(iso_text, '%Y-%m-%dT%H:%M:%S.%fZ')
@@ -75,9 +64,11 @@ with open(%(record)r, 'a') as stream:
 
 
 class Service(object):
-    """The hook daemon under test, in ``work_dir``, with one recording hook per phase."""
+    """The hook daemon under test, in ``work_dir``, with one recording hook per phase, on VM ``vm`` of ``sim``."""
 
-    def __init__(self, work_dir, endpoint, **config):
+    def __init__(self, work_dir, sim, vm='vm0', **config):
+        endpoint = sim.endpoint(vm)
+        self.control = sim.control
         self.dir = os.path.join(str(work_dir), 'service')
         self.hooks_dir = os.path.join(self.dir, 'hooks')
         self.record_file = os.path.join(self.dir, 'hooks.jsonl')
@@ -108,9 +99,13 @@ class Service(object):
         self._log = open(self.log_path, 'a')
         self.process = subprocess.Popen([sys.executable, SERVICE_PROGRAM, '--config', self.config_path],
                                         stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        wait_until(lambda: 'polling ' in self.log_text() or self.process.poll() is not None, what='service start')
+        self.wait_for(lambda: 'polling ' in self.log_text() or self.process.poll() is not None)
         assert self.process.poll() is None, 'the service exited at start:\n' + self.log_text()
         return self
+
+    def wait_for(self, predicate):
+        """``predicate()`` once truthy (returned), polled for at most WAIT_LIMIT_SECONDS (else TimeoutError)."""
+        return self.control.wait_for(lambda dummy: predicate(), timeout=WAIT_LIMIT_SECONDS)
 
     def stop(self, signum=signal.SIGTERM, timeout=WAIT_LIMIT_SECONDS):
         """Stop the service; return (exit status, seconds it took)."""
