@@ -81,8 +81,8 @@ def test_sigkill_during_an_approval_does_not_send_it_again(tmp_path):
         # Shared host: the approved event stays Scheduled (other tenants), so a second POST would be possible.
         event_id = sim.control.create_event('Freeze', ['vm0'], shared_host=True)
         # Recorded and saved before the POST: seen while the POST waits for its answer.
-        service.wait_for(lambda: os.path.exists(service.state_file) and
-                   service.state()['events'].get(event_id.lower(), {}).get('approving_at'))
+        service.wait_for(lambda: os.path.exists(service.state_file)
+                         and service.state()['events'].get(event_id.lower(), {}).get('approving_at'))
         # Well inside the POST's 3 s wait: it has gone out, its answer has not come back.
         time.sleep(0.5)
         service.stop(signal.SIGKILL)
