@@ -4,4 +4,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Registers the fixtures of service_harness.py for the tests in this folder."""
 
-from service_harness import daemon, daemon_factory, simulator, simulator_process  # noqa: F401  (pytest fixtures)
+# Imported here only so that pytest registers them as fixtures of this folder.
+from service_harness import daemon, daemon_factory, simulator, simulator_process  # noqa: F401 pylint: disable=unused-import
