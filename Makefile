@@ -13,7 +13,7 @@ TARGETS ?=
 SIMULATOR_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help bootstrap test units simulator-tests sanity integration system-tests build benchmark simulator demo clean ci-fresh load-test
+.PHONY: help bootstrap test units simulator-tests fault-tests sanity integration system-tests build benchmark simulator demo clean ci-fresh load-test
 
 help: ## list the targets
 	@echo "Usage: make TARGET"
@@ -42,6 +42,9 @@ sanity: bootstrap ## ansible-test sanity on a staged copy of the collection
 
 integration: bootstrap ## ansible-test integration, local; TARGETS="a b" picks targets
 	bash $(TOOLING)/run-integration.sh $(TARGETS)
+
+fault-tests: bootstrap ## fault matrix against real processes (pytest tests/faults)
+	bash $(TOOLING)/run-fault-tests.sh
 
 system-tests: bootstrap ## service daemon, EDA/ansible-rulebook, ansible-builder, HAProxy e2e, ansible-runner
 	bash $(TOOLING)/run-system-tests.sh

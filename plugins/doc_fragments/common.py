@@ -37,17 +37,27 @@ options:
     default: '2020-07-01'
   timeout:
     description:
-      - Seconds to wait for an answer to each request once connected.
-      - The very first request of a VM enables Scheduled Events and can take up to two minutes; that first request
-        is therefore given at least 130 seconds, whatever this is set to. Connecting is limited to 5 seconds (or
-        this value if smaller), so a host that is not an Azure VM fails fast.
+      - Seconds to wait for an answer to each attempt once connected.
+      - The very first Scheduled Events request enables Scheduled Events for the VM and can take up to two minutes;
+        that one attempt (and only that one, answered or not) is given at least 130 seconds, within O(deadline).
+        Connecting is limited to 5 seconds (or this value if smaller), so a host that is not an Azure VM fails fast.
     type: float
     default: 10.0
+  deadline:
+    description:
+      - The most seconds one operation may take in all (reading the events, approving, learning this VM's name),
+        every attempt, retry and backoff included. Nothing runs longer, whatever O(timeout) and O(retries) allow.
+      - The default leaves room for the two-minute first request and a few quick retries. Set it below 130 only
+        where Scheduled Events are known to be enabled already (the VM made a request in the last 24 hours).
+      - A wait of a module (its C(wait_timeout)) is bounded by its own time-out; each read within it by
+        this one.
+    type: float
+    default: 150.0
   retries:
     description:
       - How many times to retry a request that failed with a connection error, a time-out, a malformed answer,
         HTTP 429 (throttling) or HTTP 5xx, with capped exponential backoff and jitter.
-      - HTTP 410 is retried for up to about 70 seconds whatever this is set to, as IMDS asks.
+      - HTTP 410 is retried for up to about 70 seconds (within O(deadline)), as IMDS asks, unless this is V(0).
       - HTTP 400, 404 and 405 are never retried.
     type: int
     default: 5
@@ -94,6 +104,14 @@ options:
         key: retries
     vars:
       - name: azure_scheduled_events_retries
+  deadline:
+    env:
+      - name: AZURE_SCHEDULED_EVENTS_DEADLINE
+    ini:
+      - section: azure_scheduled_events
+        key: deadline
+    vars:
+      - name: azure_scheduled_events_deadline
   resource_name:
     env:
       - name: AZURE_SCHEDULED_EVENTS_RESOURCE_NAME

@@ -16,7 +16,7 @@ __metaclass__ = type
 
 from ._se_document import EVENT_SOURCES, EVENT_TYPES
 from ._se_errors import InvalidParameterError
-from ._se_select import affects, event_id_key, filter_events, find_event, is_event_id, is_leader
+from ._se_select import affects, event_id_key, filter_events, find_event, is_approvable, is_event_id, is_leader
 
 SCOPE_THIS_VM = 'this_vm'
 SCOPE_ALL = 'all'
@@ -37,7 +37,8 @@ SKIP_GONE = 'gone'
 SKIP_NOT_THIS_VM = 'not_this_vm'
 SKIP_NOT_LEADER = 'not_leader'
 SKIP_ALREADY_STARTED = 'already_started'
-SKIP_REASONS = (SKIP_GONE, SKIP_NOT_THIS_VM, SKIP_NOT_LEADER, SKIP_ALREADY_STARTED)
+SKIP_NOT_SCHEDULED = 'not_scheduled'
+SKIP_REASONS = (SKIP_GONE, SKIP_NOT_THIS_VM, SKIP_NOT_LEADER, SKIP_ALREADY_STARTED, SKIP_NOT_SCHEDULED)
 
 # What an event that left the document is reported as by event_statuses.
 STATUS_GONE = 'gone'
@@ -186,6 +187,8 @@ def skip_reason(event, resource_name, selection):
         return SKIP_NOT_LEADER
     if event.get('event_status') == 'Started':
         return SKIP_ALREADY_STARTED
+    if not is_approvable(event):
+        return SKIP_NOT_SCHEDULED
     return None
 
 

@@ -18,7 +18,7 @@ import math
 import re
 import time
 
-from ._se_document import API_VERSIONS, DEFAULT_API_VERSION, decode_document, parse_document
+from ._se_document import API_VERSIONS, DEFAULT_API_VERSION, decode_body, decode_document, parse_document
 from ._se_errors import (
     ImdsHttpError,
     ImdsRedirectError,
@@ -26,14 +26,23 @@ from ._se_errors import (
     ImdsUnreachableError,
     InvalidParameterError,
     MalformedDocumentError,
+    RequestCancelledError,
     ScheduledEventsError,
 )
-from ._se_retry import RetryPolicy
+from ._se_retry import RetryPolicy, retry_after_seconds
+from ._se_select import event_id_key
 from ._se_transport import HttpClientTransport, split_origin
 
 DEFAULT_ENDPOINT = 'http://169.254.169.254/metadata/scheduledevents'
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_RETRIES = 5
+# The most one operation (a read, an approval, an identity lookup) may take,
+# retries and the first call's allowance included: room for the two-minute
+# first call and a few quick retries, and a bound a playbook can rely on.
+DEFAULT_DEADLINE = 150.0
+# A request is never sent with less time than this to answer: a sliver of a
+# deadline would only produce a time-out that says nothing about IMDS.
+MIN_ATTEMPT_SECONDS = 0.05
 # The first request enables Scheduled Events for the VM and may take up to
 # two minutes to be answered; a little margin on top.
 FIRST_CALL_TIMEOUT = 130.0
@@ -91,7 +100,7 @@ def _imds_message(body):
     return text[:300]
 
 
-def _http_error(method, url, status, body, attempts):
+def _http_error(method, url, status, body, attempts, headers=None):
     """An ImdsHttpError whose message tells the user what to do about ``status``."""
     imds_message = _imds_message(body)
     lowered = imds_message.lower()
@@ -125,15 +134,12 @@ def _http_error(method, url, status, body, attempts):
     else:
         advice = 'unexpected answer from IMDS'
     message = 'IMDS answered HTTP %d to %s %s: %s. What to do: %s.' % (status, method, url, imds_message, advice)
-    return ImdsHttpError(message, url=url, status=status, imds_message=imds_message, body=body)
+    return ImdsHttpError(message, url=url, status=status, imds_message=imds_message, body=body, headers=headers,
+                         retry_after=_retry_after(headers))
 
 
-def _retry_after_seconds(headers):
-    value = (headers or {}).get('retry-after')
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
+def _retry_after(headers):
+    return retry_after_seconds((headers or {}).get('retry-after'))
 
 
 def _number_or_none(value, kind):
@@ -152,16 +158,57 @@ def _number_or_none(value, kind):
     return as_float
 
 
+def _seconds(value):
+    return ('%.1f' % value).rstrip('0').rstrip('.')
+
+
+def _attempts_text(attempts):
+    return 'to the only attempt' if attempts == 1 else 'to any of %d attempts' % attempts
+
+
+def _patience_text(patience_spent, first_call_timeout):
+    first = [timeout for timeout, first_call in patience_spent if first_call]
+    others = [timeout for timeout, first_call in patience_spent if not first_call]
+    parts = []
+    if first and first[0] < first_call_timeout:
+        parts.append('the first request of this VM waited %s s, all the deadline allowed of the %s s enabling '
+                     'Scheduled Events may take' % (_seconds(first[0]), _seconds(first_call_timeout)))
+    elif first:
+        parts.append('the first request of this VM waited %s s, as enabling Scheduled Events can take 2 minutes'
+                     % _seconds(first[0]))
+    if others:
+        lead = 'the others waited at most' if first else 'each waited at most'
+        parts.append('%s %s s each' % (lead, _seconds(max(others))))
+    return '; '.join(parts)
+
+
+def _timeout_advice(patience_spent):
+    if len(patience_spent) == 1 and patience_spent[0][1]:
+        return 'Scheduled Events may still be being enabled for this VM: try again in a minute.'
+    return 'If IMDS is only slow, raise timeout (each attempt) or deadline (the whole operation).'
+
+
 class ImdsClient(object):
     """Talks to one VM's IMDS Scheduled Events endpoint.
 
     ``sleep`` and ``monotonic`` are injectable so waiting logic is testable
     without real time; ``transport`` so the daemon can use its own session.
+
+    Every operation (``get_document``, ``approve``, ``get_json``) ends within
+    ``deadline`` seconds, or by the caller's own ``deadline`` if sooner:
+    ``timeout`` bounds each attempt, the deadline the whole operation. The
+    long first-call allowance is given once in the client's life, to its
+    first Scheduled Events request, answered or not (``first_call_spent``
+    lets a rebuilt client skip it). ``cancelled`` (a callable) is asked
+    before every retry; when it returns true the operation ends with
+    RequestCancelledError instead of retrying, so a stopping service never
+    spins through a retry loop whose sleeps return at once.
     """
 
     def __init__(self, endpoint=DEFAULT_ENDPOINT, api_version=DEFAULT_API_VERSION, timeout=DEFAULT_TIMEOUT,
                  retries=DEFAULT_RETRIES, transport=None, policy=None, sleep=time.sleep, monotonic=time.monotonic,
-                 first_call_timeout=FIRST_CALL_TIMEOUT, connect_timeout=CONNECT_TIMEOUT):
+                 first_call_timeout=FIRST_CALL_TIMEOUT, connect_timeout=CONNECT_TIMEOUT, deadline=DEFAULT_DEADLINE,
+                 first_call_spent=False, cancelled=None):
         self.endpoint = validate_endpoint(endpoint)
         self.api_version = validate_api_version(api_version)
         timeout_seconds = _number_or_none(timeout, float)
@@ -170,14 +217,19 @@ class ImdsClient(object):
         retry_count = _number_or_none(retries, int)
         if retry_count is None or retry_count < 0:
             raise InvalidParameterError('retries must be a whole number, 0 or more, got %r' % (retries,))
+        deadline_seconds = _number_or_none(deadline, float)
+        if deadline_seconds is None or deadline_seconds <= 0:
+            raise InvalidParameterError('deadline must be a positive number of seconds, got %r' % (deadline,))
         self.timeout = timeout_seconds
+        self.deadline = deadline_seconds
+        self.first_call_pending = not first_call_spent
+        self.cancelled = cancelled or (lambda: False)
         self.first_call_timeout = max(float(first_call_timeout), self.timeout)
         self.connect_timeout = min(float(connect_timeout), self.timeout)
         self.transport = transport or HttpClientTransport()
         self.policy = policy or RetryPolicy(retries=retry_count)
         self.sleep = sleep
         self.monotonic = monotonic
-        self.events_answered = False
         self.attempt_log = []
 
     def _record_attempt(self, method, url, outcome):
@@ -206,21 +258,42 @@ class ImdsClient(object):
             headers['Content-Type'] = 'application/json'
         return headers
 
+    def operation_deadline(self, deadline=None):
+        """The ``monotonic`` time an operation starting now must end by: the caller's or the client's, whichever is first."""
+        own = self.monotonic() + self.deadline
+        return own if deadline is None else min(own, deadline)
+
+    def _attempt_timeout(self, url, read_timeout, remaining):
+        """The read timeout of the next attempt, and whether it spends the first-call allowance."""
+        patience = read_timeout or self.timeout
+        first_call = False
+        if self.first_call_pending and url.split('?', 1)[0] == self.endpoint:
+            # Once, whatever happens: a hung IMDS must not get two minutes per attempt.
+            self.first_call_pending = False
+            patience = max(patience, self.first_call_timeout)
+            first_call = True
+        return min(patience, max(remaining, MIN_ATTEMPT_SECONDS)), first_call
+
     def request(self, method, url, body=None, read_timeout=None, deadline=None):
         """Send a request with the retry policy; return the HttpResponse of a 2xx answer.
 
-        ``deadline`` (a ``monotonic`` value) stops retrying when reached.
-        Raises the matching ScheduledEventsError otherwise.
+        ``deadline`` (a ``monotonic`` value) bounds the whole request,
+        attempts and waits included, together with the client's own
+        ``deadline``. Raises the matching ScheduledEventsError otherwise.
         """
         started = self.monotonic()
+        deadline = self.operation_deadline(deadline)
         attempt = 0
+        patience_spent = []
         while True:
             attempt += 1
             status, failure, error, response = None, None, None, None
+            attempt_timeout, first_call = self._attempt_timeout(url, read_timeout, deadline - self.monotonic())
+            patience_spent.append((attempt_timeout, first_call))
             try:
                 response = self.transport.request(method, url, self._headers(body), body,
-                                                  connect_timeout=self.connect_timeout,
-                                                  read_timeout=read_timeout or self.timeout)
+                                                  connect_timeout=min(self.connect_timeout, attempt_timeout),
+                                                  read_timeout=attempt_timeout)
             except ImdsTimeoutError as exc:
                 failure, error = 'timeout', exc
             except ImdsUnreachableError as exc:
@@ -235,66 +308,85 @@ class ImdsClient(object):
                         'IMDS at %s answered HTTP %d redirecting to %r. IMDS never redirects, so something between '
                         'this host and IMDS (a proxy or an interception) answered instead; redirects are not followed. '
                         'Reach IMDS directly.' % (url, status, response.headers.get('location')), url=url)
-                error = _http_error(method, url, status, response.body, attempt)
+                error = _http_error(method, url, status, response.body, attempt, response.headers)
             self._record_attempt(method, url, status if status is not None else failure)
             now = self.monotonic()
-            remaining = None if deadline is None else deadline - now
             decision = self.policy.decide(attempt, now - started, status=status, failure=failure,
-                                          retry_after=_retry_after_seconds(response.headers) if response else None,
-                                          remaining=remaining)
+                                          retry_after=_retry_after(response.headers) if response else None,
+                                          remaining=deadline - now)
             if not decision.retry:
-                raise self._final_error(error, method, url, status, attempt)
+                raise self._final_error(error, method, url, status, attempt, now - started, patience_spent,
+                                        response.headers if response else None)
+            if self.cancelled():
+                raise RequestCancelledError('%s %s was not retried: the caller is stopping (last: %s)'
+                                            % (method, url, decision.reason), url=url)
             self.sleep(decision.delay)
 
-    def _final_error(self, error, method, url, status, attempts):
+    def _final_error(self, error, method, url, status, attempts, elapsed, patience_spent, headers):
         if status is not None:
             # Rebuild so the message counts every attempt.
-            return _http_error(method, url, status, error.body, attempts)
+            return _http_error(method, url, status, error.body, attempts, headers)
         if isinstance(error, ImdsTimeoutError):
             return ImdsTimeoutError(
-                'IMDS at %s did not answer in time after %d attempts (%s). The first request to Scheduled Events can '
-                'take up to 2 minutes while Azure enables it; if this keeps happening, raise timeout. %s'
-                % (url, attempts, error.message, _UNREACHABLE_HINT), url=url)
-        return ImdsUnreachableError('IMDS unreachable at %s after %d attempts (%s). %s'
-                                    % (url, attempts, error.message, _UNREACHABLE_HINT), url=url)
+                'IMDS at %s did not answer %s in %.1f s (%s; the deadline is %s s). %s %s'
+                % (url, _attempts_text(attempts), elapsed, _patience_text(patience_spent, self.first_call_timeout), _seconds(self.deadline),
+                   _timeout_advice(patience_spent), _UNREACHABLE_HINT), url=url)
+        return ImdsUnreachableError('IMDS unreachable at %s after %d attempts in %.1f s (%s). %s'
+                                    % (url, attempts, elapsed, error.message, _UNREACHABLE_HINT), url=url)
 
-    def get_raw_document(self, deadline=None):
-        """GET the events document and return it decoded, untouched (a dict)."""
-        read_timeout = self.timeout if self.events_answered else self.first_call_timeout
+    def _read_document(self, deadline=None):
+        """GET the events document: ``(raw, decoding_warnings)``; malformed answers are retried like failures."""
         started = self.monotonic()
+        deadline = self.operation_deadline(deadline)
         attempt = 0
         while True:
             attempt += 1
-            response = self.request('GET', self.events_url, read_timeout=read_timeout, deadline=deadline)
-            self.events_answered = True
+            response = self.request('GET', self.events_url, deadline=deadline)
             try:
-                document = decode_document(response.body)
+                document, warnings = decode_body(response.body)
                 parse_document(document, self.api_version)
-                return document
+                return document, warnings
             except MalformedDocumentError as exc:
                 now = self.monotonic()
                 decision = self.policy.decide(attempt, now - started, failure='malformed document',
-                                              remaining=None if deadline is None else deadline - now)
-                if not decision.retry:
+                                              remaining=deadline - now)
+                if not decision.retry or self.cancelled():
                     raise MalformedDocumentError('%s (from %s, %d attempts)' % (exc.message, self.events_url, attempt),
                                                  url=self.events_url)
                 self.sleep(decision.delay)
 
+    def get_raw_document(self, deadline=None):
+        """GET the events document and return it decoded, untouched (a dict)."""
+        return self._read_document(deadline)[0]
+
     def get_document(self, deadline=None):
         """GET and normalize: returns ``(normalized, raw)``.
 
-        ``normalized`` is ``{'document_incarnation', 'events', 'warnings'}``.
+        ``normalized`` is ``{'document_incarnation', 'events', 'warnings'}``;
+        the warnings include what decoding the body had to repair.
         """
-        raw = self.get_raw_document(deadline=deadline)
-        return parse_document(raw, self.api_version), raw
+        raw, decoding_warnings = self._read_document(deadline)
+        normalized = parse_document(raw, self.api_version)
+        normalized['warnings'] = decoding_warnings + normalized['warnings']
+        return normalized, raw
 
     def approve(self, event_ids, deadline=None):
-        """POST one StartRequests body approving every id in ``event_ids``."""
-        ids = [str(event_id) for event_id in event_ids]
+        """POST one StartRequests body approving every id in ``event_ids``.
+
+        Ids that differ only in case or braces are one event: it is sent once,
+        spelled as first given.
+        """
+        ids, seen = [], set()
+        for event_id in event_ids:
+            key = event_id_key(event_id)
+            if key and key not in seen:
+                seen.add(key)
+                ids.append(str(event_id))
         if not ids:
             raise InvalidParameterError('no event ids to approve')
         body = json.dumps({'StartRequests': [{'EventId': event_id} for event_id in ids]}).encode('utf-8')
         self.request('POST', self.events_url, body=body, deadline=deadline)
+        return ids
 
     def get_json(self, path_and_query, deadline=None):
         """GET another IMDS path on the same origin and return its JSON."""

@@ -51,22 +51,48 @@ _FIELDS = (
     ('DurationInSeconds', 'duration_in_seconds'),
 )
 
+# Known values are spelled one way after normalizing, whatever case IMDS (or
+# a relay) used, so that every consumer can compare with ``==``: a
+# "started" event is Started for approvals and waits alike.
+_CANONICAL = (
+    ('event_type', EVENT_TYPES),
+    ('event_status', EVENT_STATUSES),
+    ('event_source', EVENT_SOURCES),
+)
+
+
+def _canonical(value, known):
+    if value is None:
+        return None
+    for choice in known:
+        if value.strip().lower() == choice.lower():
+            return choice
+    return value
+
+
 NORMALIZED_EVENT_KEYS = tuple(key for dummy, key in _FIELDS) + ('not_before',)
 
 
-def decode_document(body):
-    """Decode a response body (bytes or text) into the JSON document.
+def decode_body(body):
+    """Decode a response body (bytes or text) into ``(document, warnings)``.
 
-    Raises MalformedDocumentError when it is not JSON.
+    A UTF-8 byte-order mark is accepted. Bytes that are not UTF-8 are
+    replaced (U+FFFD) and a warning says so, rather than hiding every event
+    of the document for one bad byte in a Description. Raises
+    MalformedDocumentError when the text is not JSON.
     """
+    warnings = []
     if isinstance(body, bytes):
         try:
-            body = body.decode('utf-8')
-        except UnicodeDecodeError:
-            raise MalformedDocumentError('IMDS answered with a body that is not UTF-8 text; '
-                                         'check that the endpoint is really IMDS or the simulator')
+            body = body.decode('utf-8-sig')
+        except UnicodeDecodeError as exc:
+            warnings.append('IMDS answered with bytes that are not UTF-8 (first at offset %d); they were replaced '
+                            'by U+FFFD and the rest of the document was read' % exc.start)
+            body = body.decode('utf-8-sig', 'replace')
+    elif body.startswith('\ufeff'):
+        body = body[1:]
     try:
-        return json.loads(body)
+        return json.loads(body), warnings
     except (ValueError, RecursionError) as exc:
         # RecursionError: absurdly nested JSON, which no IMDS ever sends.
         excerpt = body[:120] + ('...' if len(body) > 120 else '')
@@ -75,33 +101,52 @@ def decode_document(body):
                                      'endpoint points to IMDS and that no proxy rewrites the answer' % (exc, excerpt))
 
 
-# ASCII digits only: str.isdigit() also accepts digits int() refuses ('²').
-_INTEGER_TEXT = re.compile(r'^\s*-?[0-9]+\s*$')
+def decode_document(body):
+    """Decode a response body into the JSON document (see decode_body; its warnings are dropped)."""
+    return decode_body(body)[0]
+
+
+# ASCII digits, optionally a zero fraction ('2', '2.0'); at most 18 digits so
+# the value fits every consumer (metrics, state files) and int() of a
+# 5000-digit string never runs.
+_WHOLE_NUMBER_TEXT = re.compile(r'^\s*(-?[0-9]{1,18})(?:\.0*)?\s*$')
+_WHOLE_NUMBER_LIMIT = 10 ** 18
+
+
+def whole_number(value):
+    """The one numeric rule of the document: the int a field holds, or None.
+
+    Accepted: a JSON integer, a JSON number without fraction (``2.0``), or a
+    string holding either, within 18 digits. Rejected: booleans, fractions,
+    anything else.
+    """
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value if -_WHOLE_NUMBER_LIMIT < value < _WHOLE_NUMBER_LIMIT else None
+    if isinstance(value, float):
+        # NaN and the infinities are no whole numbers (is_integer() says so).
+        if not value.is_integer():
+            return None
+        return whole_number(int(value))
+    if isinstance(value, str):
+        match = _WHOLE_NUMBER_TEXT.match(value)
+        return int(match.group(1)) if match else None
+    return None
 
 
 def _incarnation(document):
     value = document.get('DocumentIncarnation')
-    # bool is an int in Python, but true/false is no incarnation.
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and _INTEGER_TEXT.match(value):
-        return int(value)
-    raise MalformedDocumentError('Scheduled Events document has no integer DocumentIncarnation (got %r); '
-                                 'check that the endpoint is the scheduledevents path' % (value,))
+    incarnation = whole_number(value)
+    if incarnation is None:
+        raise MalformedDocumentError('Scheduled Events document has no whole-number DocumentIncarnation (got %s); '
+                                     'check that the endpoint is the scheduledevents path' % (_excerpt(value),))
+    return incarnation
 
 
-def _duration(value):
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        # JSON writers may send 5.0 for 5; a fractional duration is no IMDS value.
-        return int(value) if value.is_integer() else None
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        return None
+def _excerpt(value):
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + '...'
 
 
 def _resources(value, strip_underscore):
@@ -130,10 +175,12 @@ def normalize_event(raw_event, api_version=DEFAULT_API_VERSION):
     for imds_key, key in _FIELDS:
         event[key] = raw_event.get(imds_key)
     event['resources'] = _resources(raw_event.get('Resources'), api_version == '2017-03-01')
-    event['duration_in_seconds'] = _duration(raw_event.get('DurationInSeconds'))
+    event['duration_in_seconds'] = whole_number(raw_event.get('DurationInSeconds'))
     for key in ('event_id', 'event_type', 'resource_type', 'event_status', 'description', 'event_source'):
         if event[key] is not None and not isinstance(event[key], str):
             event[key] = str(event[key])
+    for key, known in _CANONICAL:
+        event[key] = _canonical(event[key], known)
     not_before, warning = normalize_not_before(event['not_before_raw'])
     event['not_before'] = not_before
     if warning:

@@ -52,18 +52,27 @@ class ImdsHttpError(ScheduledEventsError):
     """IMDS answered with an HTTP error status.
 
     ``status`` is the HTTP status, ``imds_message`` the ``error`` text IMDS put
-    in its JSON body (or the raw body when it was not JSON).
+    in its JSON body (or the raw body when it was not JSON), ``headers`` the
+    response headers (lower-case names) and ``retry_after`` the seconds a
+    Retry-After header asked for (None without one), so that a poller can
+    honour it after the request itself gave up.
     """
 
-    def __init__(self, message, url=None, status=None, imds_message=None, body=None):
+    def __init__(self, message, url=None, status=None, imds_message=None, body=None, headers=None, retry_after=None):
         super(ImdsHttpError, self).__init__(message, url=url)
         self.status = status
         self.imds_message = imds_message
         self.body = body
+        self.headers = dict(headers or {})
+        self.retry_after = retry_after
 
     @property
     def retryable(self):
         return self.status in (410, 429) or (self.status is not None and self.status >= 500)
+
+
+class RequestCancelledError(ScheduledEventsError):
+    """The caller asked to stop (a service shutting down) while a request was being retried."""
 
 
 class MalformedDocumentError(ScheduledEventsError):

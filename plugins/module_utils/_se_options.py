@@ -17,7 +17,7 @@ __metaclass__ = type
 
 import copy
 
-from ._se_client import DEFAULT_ENDPOINT, DEFAULT_RETRIES, DEFAULT_TIMEOUT, ImdsClient
+from ._se_client import DEFAULT_DEADLINE, DEFAULT_ENDPOINT, DEFAULT_RETRIES, DEFAULT_TIMEOUT, ImdsClient
 from ._se_document import DEFAULT_API_VERSION
 
 COMMON_ARGUMENT_SPEC = {
@@ -25,6 +25,7 @@ COMMON_ARGUMENT_SPEC = {
     'api_version': {'type': 'str', 'default': DEFAULT_API_VERSION},
     'timeout': {'type': 'float', 'default': DEFAULT_TIMEOUT},
     'retries': {'type': 'int', 'default': DEFAULT_RETRIES},
+    'deadline': {'type': 'float', 'default': DEFAULT_DEADLINE},
     'resource_name': {'type': 'str'},
 }
 
@@ -52,4 +53,4 @@ def client_from_options(options, **client_kwargs):
 
     # ImdsClient checks and converts the numbers, with messages naming the option.
     return ImdsClient(endpoint=pick('endpoint'), api_version=pick('api_version'),
-                      timeout=pick('timeout'), retries=pick('retries'), **client_kwargs)
+                      timeout=pick('timeout'), retries=pick('retries'), deadline=pick('deadline'), **client_kwargs)

@@ -18,7 +18,7 @@ __metaclass__ = type
 from ._se_approval import duration_qualifies
 from ._se_document import EVENT_SOURCES, EVENT_TYPES
 from ._se_errors import InvalidParameterError
-from ._se_select import affects, filter_events, is_leader
+from ._se_select import affects, filter_events, is_approvable, is_leader
 
 ACTION_APPROVE = 'approve'
 ACTION_APPROVE_AFTER_PREPARE = 'approve_after_prepare'
@@ -154,8 +154,12 @@ def approval_decision(policy, event, resource_name, prepare_outcome):
     DECISION_SKIP (never, for this event).
     """
     rule = matching_rule(policy, event)
-    if event.get('event_status') != 'Scheduled':
+    if not is_approvable(event):
         return DECISION_SKIP, rule, 'event is %s, only Scheduled events are approved' % event.get('event_status')
+    if resource_name is None:
+        # The event may be ours: approving it blind could release maintenance
+        # of other VMs, and skipping it for good could lose ours.
+        return DECISION_WAIT, rule, 'this VM\'s name is not known yet (IMDS identity lookup pending); approval waits'
     if not affects(event, resource_name):
         return DECISION_SKIP, rule, 'event does not list this VM (%s) in Resources' % resource_name
     if rule['action'] == ACTION_NEVER:

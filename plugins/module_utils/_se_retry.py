@@ -12,13 +12,42 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import email.utils
+import math
 import random
+import time
 
 # IMDS documents 410 as "retry for up to about 70 seconds".
 GONE_RETRY_BUDGET_SECONDS = 70.0
 
 # Answers that no retry can change: the request itself is wrong.
 _NEVER_RETRY = frozenset((400, 401, 403, 404, 405, 406, 411, 413, 414, 415))
+
+
+# Retry-After is the server's wish, not a command: a broken or hostile answer
+# asking for an hour must not stop a poller that has 30 s to see a Spot
+# eviction. Callers bound it further with their own caps.
+MAX_RETRY_AFTER_SECONDS = 60.0
+
+
+def retry_after_seconds(value, now=None):
+    """Seconds asked for by a Retry-After header value (delta-seconds or HTTP-date), bounded; None if unusable."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None:
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if math.isnan(seconds) or math.isinf(seconds):
+        return None
+    return min(max(0.0, seconds), MAX_RETRY_AFTER_SECONDS)
 
 
 class RetryDecision(object):
@@ -40,7 +69,9 @@ class RetryPolicy(object):
 
     ``retries`` bounds the retries of throttling (429), server errors (5xx),
     connection failures and malformed answers. 410 is bounded by time instead
-    (``gone_budget`` seconds since the first attempt), as IMDS asks.
+    (``gone_budget`` seconds since the first attempt), as IMDS asks, but only
+    when retries are on at all: a poller that asked for no retries polls again
+    itself and must not be held for 70 s by one request.
     ``random_func`` is injectable so tests can pin the jitter.
     """
 
@@ -85,6 +116,8 @@ class RetryPolicy(object):
         if retry_after is not None and retry_after >= 0:
             delay = min(max(delay, float(retry_after)), self.max_delay)
         if status == 410:
+            if self.retries == 0:
+                return RetryDecision(False, 0.0, 'HTTP 410 and retries are off (the caller polls again)')
             if elapsed + delay > self.gone_budget:
                 return RetryDecision(False, 0.0, 'HTTP 410 persisted for %.0f s, more than the %.0f s IMDS asks to retry for'
                                      % (elapsed, self.gone_budget))

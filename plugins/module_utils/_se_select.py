@@ -118,6 +118,16 @@ def is_pending(event):
     return _status_is(event, 'Scheduled') or _status_is(event, 'Started')
 
 
+def is_approvable(event):
+    """The one rule for which events may be approved at all: Scheduled ones.
+
+    A Started event is already under way; a status IMDS may add later is
+    not known to accept approval. Every consumer (modules, daemon policy,
+    rolling playbooks) asks this before anything else about approval.
+    """
+    return _status_is(event, 'Scheduled')
+
+
 def maintenance_pending(events, resource_name):
     """True if any Scheduled or Started event affects ``resource_name``."""
     return any(is_pending(event) and affects(event, resource_name) for event in events)

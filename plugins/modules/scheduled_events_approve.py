@@ -128,7 +128,8 @@ notes:
   - When an event leaves the document between reading it and approving (IMDS then refuses the whole request), the
     document is read again, the vanished events are skipped with reason V(gone) and the others are approved.
   - HTTP 400 from IMDS fails the task with IMDS's message. HTTP 429 and 5xx are retried as O(retries) says, HTTP 410
-    for up to about 70 seconds.
+    for up to about 70 seconds, all within O(deadline).
+  - Only C(Scheduled) events are approved; the same rule holds for the hook service and the rolling playbooks.
 seealso:
   - module: azure_maintenance.scheduled_events.scheduled_events_info
 '''
@@ -200,6 +201,8 @@ skipped_events:
         - V(already_started) the event is C(Started) already.
         - V(gone) the id is not in the events document (over, or cancelled).
         - V(not_leader) O(leader_only) is set and this VM is not first in C(Resources).
+        - V(not_scheduled) the event has a status other than C(Scheduled) or C(Started), which IMDS may add one day;
+          only C(Scheduled) events are approved.
         - V(not_this_vm) O(scope=this_vm) and this VM is not in C(Resources).
       type: str
       returned: always

@@ -28,7 +28,11 @@ DEFAULT_CONFIG = {
 }
 
 _TOP_LEVEL_KEYS = ('vms', 'throttle', 'first_call_delay_seconds', 'speed', 'clock_start', 'impact_command',
-                   'default_linger_seconds', 'scenario')
+                   'default_linger_seconds', 'scenario', 'unknown_event_ids')
+# How an approval naming an EventId the VM does not see is answered: reject
+# (400, nothing approved) or accept (200, as Microsoft's mock server does).
+# The documentation says neither; every client of this collection handles both.
+UNKNOWN_EVENT_IDS_CHOICES = ('reject', 'accept')
 _VM_KEYS = ('name', 'listen', 'group', 'vmScaleSetName', 'platformUpdateDomain', 'platformFaultDomain',
             'resourceId', 'own_events_only', 'location', 'vmId', 'vmSize', 'osType', 'resourceGroupName',
             'subscriptionId')
@@ -224,6 +228,10 @@ def validate_config(config):
     result['clock_start'] = clock_start
     result['impact_command'] = validate_impact_command(config.get('impact_command'))
     result['default_linger_seconds'] = _check_non_negative(config, 'default_linger_seconds', 600)
+    result['unknown_event_ids'] = config.get('unknown_event_ids', 'reject')
+    if result['unknown_event_ids'] not in UNKNOWN_EVENT_IDS_CHOICES:
+        raise ConfigError('unknown_event_ids must be one of %s, got %r'
+                          % (', '.join(UNKNOWN_EVENT_IDS_CHOICES), result['unknown_event_ids']))
     scenario = config.get('scenario')
     if scenario is not None and not isinstance(scenario, dict):
         raise ConfigError('scenario must be an object ({"name": ...} or {"steps": [...]}), got %r' % (scenario,))

@@ -11,7 +11,7 @@ from .clock import format_iso, format_rfc1123, parse_iso
 from .config import ConfigError, validate_impact_command
 
 __all__ = ['EVENT_TYPES', 'EventError', 'ScheduledEvent', 'check_event_request', 'MINIMUM_NOTICE_SECONDS',
-           'version_shows_type', 'document_entry']
+           'realism_warnings', 'version_shows_type', 'document_entry']
 
 EVENT_TYPES = ('Freeze', 'Reboot', 'Redeploy', 'Preempt', 'Terminate')
 EVENT_SOURCES = ('Platform', 'User')
@@ -159,6 +159,25 @@ def _check_not_before(request, event_type, hardware_failure, now):
     return now + relative
 
 
+def realism_warnings(checked, update_domains, now):
+    """What makes a checked event request unlike what Azure sends, for a warning (never refused: tests may want it).
+
+    ``update_domains`` maps VM name to its platformUpdateDomain.
+    """
+    warnings = []
+    domains = sorted(set(update_domains.get(name) for name in checked['resources']))
+    if len(domains) > 1:
+        warnings.append('Resources span update domains %s; Azure puts machines of at most one update domain in one '
+                        'event' % ', '.join(str(domain) for domain in domains))
+    if checked['not_before'] is not None:
+        notice = checked['not_before'] - now
+        minimum = MINIMUM_NOTICE_SECONDS[checked['event_type']]
+        if notice < minimum:
+            warnings.append('notice of %.0f s is shorter than the documented minimum of %d s for %s events'
+                            % (notice, minimum, checked['event_type']))
+    return warnings
+
+
 class ScheduledEvent:
     """The simulator's record of one event, including what IMDS never shows."""
 
@@ -178,6 +197,7 @@ class ScheduledEvent:
         self.hardware_failure = request['hardware_failure']
         self.shared_host = request['shared_host']
         self.impact_command = request['impact_command']
+        self.warnings = list(request.get('warnings', []))
         self.status = 'Scheduled'
         self.created_at = now
         self.started_at = None
@@ -236,7 +256,7 @@ class ScheduledEvent:
             'finished_at': when(self.finished_at), 'impact_ends_at': when(self.impact_ends_at),
             'approvals': list(self.approvals), 'hardware_failure': self.hardware_failure,
             'shared_host': self.shared_host, 'tenants_approved': self.tenants_approved,
-            'impact_command': self.impact_command,
+            'impact_command': self.impact_command, 'warnings': list(self.warnings),
         }
 
 

@@ -11,7 +11,7 @@ __all__ = ['FaultError', 'FaultRules', 'FAULT_KINDS', 'check_fault', 'path_kind'
 FAULT_KINDS = ('status', 'delay', 'malformed', 'reset', 'redirect')
 _PATHS = ('scheduledevents', 'compute')
 _METHODS = ('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD')
-_KEYS = ('vm', 'path', 'method', 'count', 'kind', 'status', 'delay_seconds', 'location')
+_KEYS = ('vm', 'path', 'method', 'count', 'kind', 'status', 'delay_seconds', 'location', 'retry_after')
 
 
 class FaultError(ValueError):
@@ -55,6 +55,11 @@ def check_fault(request, known_vms):
         if isinstance(status, bool) or not isinstance(status, int) or not 200 <= status <= 599:
             raise FaultError('status must be an HTTP status from 200 to 599, got %r' % (status,))
         rule['status'] = status
+        retry_after = request.get('retry_after')
+        if retry_after is not None:
+            if isinstance(retry_after, bool) or not isinstance(retry_after, int) or retry_after < 0:
+                raise FaultError('retry_after must be a whole number of seconds >= 0, got %r' % (retry_after,))
+            rule['retry_after'] = retry_after
     elif kind == 'delay':
         delay = request.get('delay_seconds')
         if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= 300:

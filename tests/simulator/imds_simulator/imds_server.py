@@ -138,7 +138,8 @@ class ImdsRequestHandler(JsonRequestHandler):
             if fault['kind'] == 'reset':
                 return None, None, ()
             if fault['kind'] == 'status':
-                return fault['status'], {'error': 'Simulated fault: HTTP %d' % fault['status']}, ()
+                headers = (('Retry-After', str(fault['retry_after'])),) if 'retry_after' in fault else ()
+                return fault['status'], {'error': 'Simulated fault: HTTP %d' % fault['status']}, headers
             if fault['kind'] == 'redirect':
                 return fault['status'], {'error': 'Simulated redirect'}, (('Location', fault['location']),)
             if fault['kind'] == 'malformed':
@@ -146,7 +147,7 @@ class ImdsRequestHandler(JsonRequestHandler):
             time.sleep(fault['delay_seconds'])
         if world.throttled(vm):
             return 429, {'error': 'Too many requests'}, ()
-        wait = world.admit(vm)
+        wait = world.admit(vm, scheduled_events=url.path == _SCHEDULED_EVENTS_PATH)
         if wait > 0:
             time.sleep(wait)
         query = parse_qs(url.query, keep_blank_values=True)

@@ -15,10 +15,13 @@ import time
 from .clock import format_iso, parse_iso
 from .config import ConfigError, parse_listen, validate_throttle, validate_vm
 from .faults import check_fault
-from .events import EventError, ScheduledEvent, check_event_request, document_entry, version_shows_type
+from .events import (EventError, ScheduledEvent, check_event_request, document_entry, realism_warnings,
+                     version_shows_type)
 from .scenarios import ScenarioError, ScenarioRun, build_scenario
 
 __all__ = ['World', 'ApprovalError', 'DISABLE_AFTER_SECONDS']
+
+_THROTTLE_TOLERANCE_SECONDS = 0.01
 
 DISABLE_AFTER_SECONDS = 24 * 3600
 _LOG = logging.getLogger('imds_simulator.world')
@@ -163,30 +166,45 @@ class World:
 
     # -- the IMDS side ---------------------------------------------------
     def throttled(self, name):
-        """True if this request goes over the VM's per-second budget."""
+        """True if this request goes over the VM's per-second budget.
+
+        Only admitted requests fill the window: a refused one costs IMDS
+        nothing, so a client sending 6 a second still gets 5 answered rather
+        than being refused for ever.
+        """
         with self.lock:
             vm = self.vms[name]
             if not self.throttle['enabled']:
                 return False
             real_now = self._monotonic()
             window = vm.recent_requests
-            while window and window[0] <= real_now - 1.0:
+            # A request a few milliseconds inside the second of the one five
+            # before it is no excess: a client pacing itself at exactly 5 a
+            # second jitters by that much, and IMDS limits "about" 5 a second.
+            while window and window[0] <= real_now - 1.0 + _THROTTLE_TOLERANCE_SECONDS:
                 window.popleft()
+            if len(window) >= self.throttle['per_second']:
+                return True
             window.append(real_now)
-            return len(window) > self.throttle['per_second']
+            return False
 
-    def admit(self, name):
+    def admit(self, name, scheduled_events=True):
         """Note a request to VM ``name``; return real seconds to hold the answer back.
 
-        The first request ever, and the first after Scheduled Events was
-        disabled, wait ``first_call_delay_seconds``; requests arriving while
-        that wait runs are held until the same moment.
+        The first Scheduled Events request ever, and the first after
+        Scheduled Events was disabled, wait ``first_call_delay_seconds``;
+        Scheduled Events requests arriving while that wait runs are held
+        until the same moment. Requests to other paths (instance metadata)
+        neither wait nor keep Scheduled Events enabled: only Scheduled Events
+        requests count for the 24-hour idle timer.
         """
         with self.lock:
             vm = self.vms[name]
+            vm.request_count += 1
+            if not scheduled_events:
+                return 0.0
             now = self.clock.now()
             self._disable_if_idle(vm, now)
-            vm.request_count += 1
             vm.last_request_at = now
             if not vm.enabled:
                 vm.enabled = True
@@ -224,13 +242,24 @@ class World:
             return {'DocumentIncarnation': vm.incarnation, 'Events': events}
 
     def approve(self, name, api_version, event_ids):
-        """Approve ``event_ids`` as VM ``name``; ApprovalError if one is not in its document."""
+        """Approve ``event_ids`` as VM ``name``.
+
+        An id not in its document is refused with ApprovalError (nothing is
+        approved) when ``unknown_event_ids`` is ``reject`` (the default);
+        with ``accept`` (what Microsoft's mock server does) the unknown ids
+        are ignored and the others approved.
+        """
         with self.lock:
             self.refresh()
             vm = self.vms[name]
             shown = {event.event_id.lower(): event for event in self._events_seen_by(vm)
                      if version_shows_type(api_version, event.event_type)}
             unknown = [event_id for event_id in event_ids if event_id.lower() not in shown]
+            if unknown and self.config.get('unknown_event_ids', 'reject') == 'accept':
+                _LOG.info('%s approved unknown EventId(s) %s: ignored (unknown_event_ids: accept)',
+                          name, ', '.join(unknown))
+                event_ids = [event_id for event_id in event_ids if event_id.lower() in shown]
+                unknown = []
             if unknown:
                 raise ApprovalError('Bad request. EventId %s is not in the scheduled events of %s; '
                                     'approve only EventIds of the current document'
@@ -250,6 +279,10 @@ class World:
         with self.lock:
             now = self.clock.now()
             checked = check_event_request(request, self._known_vm_groups(), now)
+            checked['warnings'] = realism_warnings(
+                checked, {name: vm.spec['platformUpdateDomain'] for name, vm in self.vms.items()}, now)
+            for warning in checked['warnings']:
+                _LOG.warning('event %s: %s', checked['event_id'], warning)
             if checked['event_id'].lower() in self.events:
                 raise EventError('event_id %s exists already; leave event_id out for a fresh GUID'
                                  % checked['event_id'], status=409)

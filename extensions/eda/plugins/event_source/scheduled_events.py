@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import threading
+import time
 
 DOCUMENTATION = r'''
 ---
@@ -30,9 +31,12 @@ description:
     C(event_status=Started); it is emitted when O(changes) holds V(new) or V(started).
   - C(meta.hosts) lists the VMs in the event's C(Resources), renamed through O(host_map), so a rule can run a
     playbook against the affected hosts.
-  - IMDS faults (throttling, HTTP 410 and 5xx, time-outs, malformed answers, refused connections) are logged and
-    polled through with a capped backoff. A fault that no retry can cure (HTTP 400 or 404, a redirect) stops the
-    source only if it happens before the first successful poll, because that means the configuration is wrong.
+  - IMDS faults (throttling, HTTP 410 and 5xx, time-outs, malformed answers, refused connections) are logged (once,
+    then at most once a minute) and polled through with a capped backoff that honours C(Retry-After). A fault that
+    no retry can cure (HTTP 400 or 404, a redirect) stops the source only if it happens before the first successful
+    poll, because that means the configuration is wrong.
+  - The polling, backoff, identity and change tracking are the collection's shared poller, the same the
+    C(scheduled_events_service) daemon uses.
   - HTTP requests run in a worker thread, so the rulebook's event loop never waits for IMDS. Cancelling the source
     stops it at once.
   - IMDS is only reachable from inside the VM, so run ansible-rulebook with this source on an Azure VM (one per
@@ -66,8 +70,9 @@ options:
   resource_name:
     description:
       - This VM's name as it appears in C(Resources) (for a scale-set instance something like C(myScaleSet_3)).
-      - When not set, it is read once at start from the instance metadata; if that fails the short host name is used
-        and a warning is logged.
+      - When not set, it is read from the instance metadata, and asked for again on every poll (with a backoff) until
+        IMDS answers; it is never guessed from the host name. Until it is known, C(affects_this_vm), C(is_leader) and
+        C(resource_name) of emitted events are V(null) (the event is possibly this VM's), and a warning says so.
       - It decides C(affects_this_vm) and C(is_leader) of every event.
     type: str
   changes:
@@ -79,7 +84,8 @@ options:
     default: [new, started, changed, removed]
   only_this_vm:
     description:
-      - Emit only changes of events whose C(Resources) include this VM.
+      - Emit only changes of events whose C(Resources) include this VM, or may include it while this VM's name is not
+        known yet (see O(resource_name)).
       - Every VM of an availability set or scale-set placement group sees the events of all of them; with V(false)
         one VM can watch the whole set.
     type: bool
@@ -93,16 +99,24 @@ options:
   timeout:
     description:
       - Seconds to wait for each answer once connected. The very first request of a VM enables Scheduled Events and
-        is given at least 130 seconds.
+        is given at least 130 seconds, once.
     type: float
     default: 10
   retries:
     description:
-      - Quick retries of a failed request within one poll (throttling, 5xx, time-outs, connection failures). After
-        that the poll counts as failed, is logged, and the next one waits longer (backoff up to 10 seconds, or
-        O(poll_interval) if that is longer). HTTP 410 is retried for up to about 70 seconds, as IMDS asks.
+      - Quick retries of a failed request within one poll (throttling, 5xx, HTTP 410, time-outs, connection failures),
+        all within O(poll_interval) or O(timeout), whichever is longer. After that the poll counts as failed and the
+        next one waits longer (backoff up to 10 seconds, or O(poll_interval) if that is longer).
+      - The same option, with the same default, as the collection's modules and lookup.
     type: int
-    default: 2
+    default: 5
+  deadline:
+    description:
+      - The most seconds one request may take in all, retries included; it bounds the very first request, which may
+        take two minutes while IMDS enables Scheduled Events.
+      - The same option, with the same default, as the collection's modules and lookup.
+    type: float
+    default: 150
 notes:
   - "Each event looks like C({scheduled_event: {event_id, event_type, event_status, event_source, resources,
     not_before, not_before_raw, description, duration_in_seconds, resource_type, affects_this_vm, leader, is_leader,
@@ -180,21 +194,18 @@ _make_collection_importable()
 # pylint: disable=wrong-import-position
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_errors import (  # noqa: E402
     InvalidParameterError,
-    ScheduledEventsError,
-)
-from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_identity import (  # noqa: E402
-    resolve_resource_name,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_options import (  # noqa: E402
     COMMON_ARGUMENT_SPEC,
     client_from_options,
 )
-from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_retry import RetryPolicy  # noqa: E402
-from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_select import (  # noqa: E402
-    affects,
-    annotate_event,
-    became_started,
-    diff_events,
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_poller import (  # noqa: E402
+    CHANGE_NEW,
+    CHANGE_STARTED,
+    CHANGES,
+    MAX_POLL_BACKOFF_SECONDS,
+    Poller,
+    incarnation_reset_message,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_wait import (  # noqa: E402
     DEFAULT_POLL_INTERVAL,
@@ -203,19 +214,11 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
 
 LOGGER_NAME = 'azure_maintenance.scheduled_events.eda'
 EVENT_KEY = 'scheduled_event'
-CHANGE_NEW = 'new'
-CHANGE_STARTED = 'started'
-CHANGE_CHANGED = 'changed'
-CHANGE_REMOVED = 'removed'
-CHANGES = (CHANGE_NEW, CHANGE_STARTED, CHANGE_CHANGED, CHANGE_REMOVED)
-DEFAULT_RETRIES = 2
-# A failing IMDS is polled at most this far apart (unless poll_interval is
-# longer): Spot evictions give 30 s of notice, so backing off further could
-# miss one entirely.
-MAX_BACKOFF_SECONDS = 10.0
+# The shared poller's cap, named here for readers of this source.
+MAX_BACKOFF_SECONDS = MAX_POLL_BACKOFF_SECONDS
 
 _OPTIONS = ('endpoint', 'api_version', 'poll_interval', 'resource_name', 'changes', 'only_this_vm', 'host_map',
-            'timeout', 'retries')
+            'timeout', 'retries', 'deadline')
 _TRUE_WORDS = ('true', 'yes', 'on', '1')
 _FALSE_WORDS = ('false', 'no', 'off', '0')
 
@@ -280,18 +283,24 @@ def parse_args(args):
     def given(name):
         return args.get(name) is not None and args.get(name) != ''
 
+    def common(name, kind):
+        # Defaults from the shared option layer: one default per option, everywhere.
+        if not given(name):
+            return COMMON_ARGUMENT_SPEC[name].get('default')
+        return _as_number(name, args[name], kind) if kind is not str else str(args[name])
+
     settings = {
-        'endpoint': args['endpoint'] if given('endpoint') else COMMON_ARGUMENT_SPEC['endpoint']['default'],
-        'api_version': str(args['api_version']) if given('api_version') else COMMON_ARGUMENT_SPEC['api_version']['default'],
-        'resource_name': str(args['resource_name']) if given('resource_name') else None,
+        'endpoint': common('endpoint', str),
+        'api_version': common('api_version', str),
+        'resource_name': common('resource_name', str),
         'poll_interval': validate_poll_interval(_as_number('poll_interval', args['poll_interval'], float)
                                                 if given('poll_interval') else DEFAULT_POLL_INTERVAL),
         'changes': _as_changes(args.get('changes')),
         'only_this_vm': _as_bool('only_this_vm', args['only_this_vm']) if given('only_this_vm') else False,
         'host_map': _as_host_map(args.get('host_map')),
-        'timeout': (_as_number('timeout', args['timeout'], float) if given('timeout')
-                    else COMMON_ARGUMENT_SPEC['timeout']['default']),
-        'retries': _as_number('retries', args['retries'], int) if given('retries') else DEFAULT_RETRIES,
+        'timeout': common('timeout', float),
+        'retries': common('retries', int),
+        'deadline': common('deadline', float),
     }
     return settings
 
@@ -299,26 +308,30 @@ def parse_args(args):
 class ScheduledEventsSource(object):
     """Polls one IMDS endpoint and puts one rulebook event per change on a queue.
 
-    ``client`` (an ImdsClient) and ``sleep`` (an async sleep) are injectable
-    for tests; by default the client is built from the settings with the
+    ``client`` (an ImdsClient), ``sleep`` (an async sleep) and ``clock`` (the
+    poller's monotonic clock) are injectable for tests; by default the client is built from the settings with the
     core's stdlib transport.
     """
 
-    def __init__(self, settings, client=None, sleep=None, logger=None):
+    def __init__(self, settings, client=None, sleep=None, logger=None, clock=None):
         self.settings = settings
         self.client = client if client is not None else client_from_options(settings)
         self.sleep = sleep or asyncio.sleep
         self.log = logger or logging.getLogger(LOGGER_NAME)
-        self.resource_name = settings.get('resource_name')
-        self.previous_events = []
-        self.previous_incarnation = None
-        self.polls_succeeded = 0
-        self.failures_in_a_row = 0
-        self.backoff_policy = RetryPolicy(retries=0, base_delay=settings['poll_interval'],
-                                          max_delay=max(settings['poll_interval'], MAX_BACKOFF_SECONDS))
+        self.poller = Poller(self.client, settings['poll_interval'], resource_name=settings.get('resource_name'),
+                             clock=clock or time.monotonic)
         self._thread_lock = threading.Lock()
         self._threads_running = 0
         self._stopping = False
+
+    @property
+    def resource_name(self):
+        """This VM's name, or None while IMDS has not told it yet."""
+        return self.poller.identity.name
+
+    @property
+    def failures_in_a_row(self):
+        return self.poller.backoff.failures
 
     async def _in_thread(self, func, *args):
         """Run a blocking client call in a daemon thread and await its result.
@@ -378,16 +391,6 @@ class ScheduledEventsSource(object):
             if not (isinstance(outcome, int) and 200 <= outcome < 300):
                 self.log.info('IMDS attempt %s %s failed: %s', method, url, outcome)
 
-    async def resolve_identity(self):
-        name, source, warning = await self._in_thread(resolve_resource_name, self.client, self.resource_name)
-        self._log_retried_attempts()
-        if warning:
-            self.log.warning(warning)
-        self.resource_name = name
-        self.log.info('Watching Scheduled Events at %s as VM %r (name from %s)',
-                      self.client.events_url, name, source)
-        return name, source
-
     def hosts_for(self, event):
         """Inventory names of the VMs in the event's Resources, through host_map."""
         host_map = self.settings['host_map']
@@ -407,7 +410,7 @@ class ScheduledEventsSource(object):
         return change == CHANGE_NEW and CHANGE_STARTED in changes and event.get('event_status') == 'Started'
 
     def _rulebook_event(self, change, event, previous, incarnation):
-        payload = annotate_event(event, self.resource_name)
+        payload = self.poller.identity.annotate(event)
         payload['change'] = change
         payload['previous'] = previous
         payload['document_incarnation'] = incarnation
@@ -415,63 +418,42 @@ class ScheduledEventsSource(object):
         payload['endpoint'] = self.client.endpoint
         return {EVENT_KEY: payload, 'meta': {'hosts': self.hosts_for(event)}}
 
-    def changes_between(self, previous_events, events, incarnation):
-        """The rulebook events for going from ``previous_events`` to ``events``, in document order."""
-        diff = diff_events(previous_events, events)
-        found = [(CHANGE_NEW, event, None) for event in diff['new']]
-        for change in diff['changed']:
-            kind = CHANGE_STARTED if became_started(change) else CHANGE_CHANGED
-            found.append((kind, change['after'], change['before']))
-        found.extend((CHANGE_REMOVED, event, None) for event in diff['removed'])
+    def rulebook_events(self, changes, incarnation):
+        """The rulebook events for the poller's Changes, in its order."""
         emitted = []
-        for kind, event, previous in found:
-            if self.settings['only_this_vm'] and not affects(event, self.resource_name):
+        for kind, event, previous in changes.items:
+            # False only once the name is known: an event that may be ours is kept.
+            if self.settings['only_this_vm'] and self.poller.identity.affects(event) is False:
                 continue
             if self._wanted(kind, event):
                 emitted.append(self._rulebook_event(kind, event, previous, incarnation))
         return emitted
 
     async def poll_once(self, queue):
-        """Read the document once and emit its changes. Returns the seconds to wait before the next poll."""
-        try:
-            normalized, dummy = await self._in_thread(self.client.get_document)
-        except ScheduledEventsError as exc:
-            self._log_retried_attempts()
-            if not exc.retryable and self.polls_succeeded == 0:
-                raise
-            self.failures_in_a_row += 1
-            delay = self.backoff_policy.backoff(self.failures_in_a_row)
-            self.log.warning('Polling Scheduled Events failed (%d in a row), next try in %.1f s: %s',
-                             self.failures_in_a_row, delay, exc.message)
-            return delay
+        """One round of the shared poller; emit its changes. Returns the seconds to wait before the next poll."""
+        result = await self._in_thread(self.poller.poll)
         self._log_retried_attempts()
-        if self.failures_in_a_row:
-            self.log.info('Scheduled Events answer again after %d failed polls', self.failures_in_a_row)
-            self.failures_in_a_row = 0
-        self.polls_succeeded += 1
-        incarnation = normalized['document_incarnation']
-        if incarnation != self.previous_incarnation:
-            if self.previous_incarnation is not None and incarnation < self.previous_incarnation:
-                self.log.info('DocumentIncarnation went back from %d to %d: Scheduled Events were enabled again '
-                              '(IMDS disables them after 24 hours without a request)',
-                              self.previous_incarnation, incarnation)
-            for warning in normalized['warnings']:
-                self.log.warning(warning)
-        # Always compared, not only when the incarnation moved: a restarted
-        # incarnation can repeat a number already seen with other events.
-        for rulebook_event in self.changes_between(self.previous_events, normalized['events'], incarnation):
+        for level, text in result.messages:
+            getattr(self.log, level)('%s', text)
+        if not result.ok:
+            if not result.error.retryable and self.poller.polls_succeeded == 0:
+                raise result.error
+            return result.delay
+        incarnation = result.document['document_incarnation']
+        if result.changes.incarnation_reset:
+            self.log.info('%s', incarnation_reset_message(result.changes.incarnation_reset))
+        for rulebook_event in self.rulebook_events(result.changes, incarnation):
             await queue.put(rulebook_event)
             self.log.debug('Emitted %s of event %s', rulebook_event[EVENT_KEY]['change'],
                            rulebook_event[EVENT_KEY]['event_id'])
-        self.previous_events = normalized['events']
-        self.previous_incarnation = incarnation
-        return self.settings['poll_interval']
+        return result.delay
 
     async def run(self, queue):
         """Poll until cancelled."""
         loop = asyncio.get_running_loop()
+        self.log.info('Watching Scheduled Events at %s as VM %s', self.client.events_url,
+                      repr(self.resource_name) if self.resource_name else '(name to be asked from IMDS)')
         try:
-            await self.resolve_identity()
             while True:
                 started = loop.time()
                 delay = await self.poll_once(queue)

@@ -25,10 +25,11 @@ from se_core._se_errors import (
     ImdsTimeoutError,
     ImdsUnreachableError,
     MalformedDocumentError,
+    RequestCancelledError,
     ScheduledEventsError,
 )
-from se_core._se_identity import SOURCE_HOSTNAME, resolve_resource_name
-from se_core._se_select import annotate_event, event_id_key
+from se_core._se_poller import ApprovalGate, Poller, incarnation_reset_message
+from se_core._se_select import event_id_key
 
 from . import hooks as hook_runner
 from .config import PHASES, ConfigError, load_config, validate_loopback_listen
@@ -49,14 +50,10 @@ from .transport import build_transport
 
 # Polls after throttling (429) or a server error (5xx) back off up to this (or
 # the poll interval if longer): short enough to catch a 30-second Preempt
-# notice, long enough to stop hammering an IMDS that asks for less. Other
-# failures (410, time-outs, resets, malformed answers) are retried at the
-# normal beat, which is already gentle.
+# notice, long enough to stop hammering an IMDS that asks for less. The
+# backoff, Retry-After, the identity lookup and change tracking are the
+# core's shared poller (se_core._se_poller).
 MAX_ERROR_BACKOFF_SECONDS = 5.0
-# A failing poll is logged at once, then at most this often until it recovers.
-ERROR_LOG_INTERVAL_SECONDS = 60.0
-# How often to ask IMDS again for this VM's name after falling back to the host name.
-IDENTITY_RETRY_SECONDS = 30.0
 # Hook output lines logged per hook run.
 OUTPUT_LOG_LINES = 200
 
@@ -101,16 +98,13 @@ class Service(object):
         self.reload_requested = threading.Event()
         self.metrics = Metrics()
         self.client = None
-        self.resource_name = None
-        self.identity_source = None
-        self.identity_checked_at = 0.0
+        self.poller = None
+        self.approvals = ApprovalGate()
         self.metrics_server = None
         self.webhook = None
         self.event_log = None
         self.runner = None
-        self.consecutive_errors = 0
-        self.consecutive_backoff_errors = 0
-        self.last_error_logged_at = None
+        self.next_delay = config['poll_interval']
         self.textfile_written_at = None
         self.state, warning = load_state(config['state_file'], set_aside_corrupt=not dry_run)
         if warning:
@@ -119,11 +113,29 @@ class Service(object):
 
     # -- set-up -------------------------------------------------------------
 
-    def _build_client(self):
+    @property
+    def resource_name(self):
+        """This VM's name in Scheduled Events, or None while it is not known."""
+        return self.poller.identity.name if self.poller is not None else self.config['resource_name']
+
+    @property
+    def identity_source(self):
+        return self.poller.identity.source if self.poller is not None else None
+
+    def _build_client(self, first_call_spent=False):
         transport, kind = build_transport(self.logger, self.transport_preference)
         self.logger.debug('HTTP transport: %s', kind)
+        # No retries inside a request: the poller polls again with its own
+        # backoff, so a 410 or a hung IMDS never holds the loop for long.
+        # cancelled: a stopping service must not spin through a retry loop
+        # whose sleeps (stopping.wait) return at once.
         return ImdsClient(endpoint=self.config['endpoint'], api_version=self.config['api_version'],
-                          timeout=self.config['timeout'], retries=0, transport=transport, sleep=self._sleep)
+                          timeout=self.config['timeout'], retries=0, transport=transport, sleep=self._sleep,
+                          first_call_spent=first_call_spent, cancelled=self.stopping.is_set)
+
+    def _build_poller(self):
+        return Poller(self.client, self.config['poll_interval'], resource_name=self.config['resource_name'],
+                      max_backoff=MAX_ERROR_BACKOFF_SECONDS)
 
     def _sleep(self, seconds):
         self.stopping.wait(seconds)
@@ -151,18 +163,26 @@ class Service(object):
             self.webhook = None
 
     def _resolve_identity(self):
-        name, source, warning = resolve_resource_name(self.client, self.config['resource_name'])
-        self.identity_checked_at = time.monotonic()
-        if warning and (self.identity_source != SOURCE_HOSTNAME or name != self.resource_name):
-            self.logger.warning(warning)
-        if name != self.resource_name:
-            self.logger.info('this VM is %s in Scheduled Events (from %s)', name, source,
-                             extra={'fields': {'resource_name': name, 'identity_source': source}})
-        self.resource_name, self.identity_source = name, source
+        """Ask IMDS for this VM's name now if it is not known (``--once`` does; the poll loop asks on each poll)."""
+        if self.poller is None:
+            self.poller = self._build_poller()
+        if self.poller.identity.due():
+            self._log_messages(self.poller.identity.lookup(self.client, deadline=self.poller.quick_deadline()))
+        self._remember_identity()
+
+    def _remember_identity(self):
+        name = self.resource_name
+        if name is None:
+            return
         with self.lock:
             if self.state.get('resource_name') != name:
                 self.state['resource_name'] = name
                 self.dirty = True
+
+    def _log_messages(self, messages):
+        for message in messages:
+            level, text = message[0], message[-1]
+            getattr(self.logger, level)('%s', text)
 
     # -- signals ------------------------------------------------------------
 
@@ -201,9 +221,13 @@ class Service(object):
             self.config = config
         if any(old[key] != config[key] for key in ('endpoint', 'api_version', 'timeout')):
             self.client.close()
-            self.client = self._build_client()
-        if old['resource_name'] != config['resource_name'] or old['endpoint'] != config['endpoint']:
-            self._resolve_identity()
+            # Same VM, same IMDS: the first call's allowance is not given twice.
+            self.client = self._build_client(first_call_spent=old['endpoint'] == config['endpoint'])
+        restart_keys = ('endpoint', 'api_version', 'timeout', 'resource_name', 'poll_interval')
+        if any(old[key] != config[key] for key in restart_keys):
+            # Identity and change tracking start over; the state keeps the events.
+            self.poller = self._build_poller()
+            self.approvals = ApprovalGate()
         if (old['metrics'], old['webhook'], old['event_log']) != (config['metrics'], config['webhook'], config['event_log']):
             self._stop_outputs()
             self._start_outputs()
@@ -238,19 +262,22 @@ class Service(object):
     def _publish_notes(self, notes):
         for kind, event, detail in notes:
             if kind in ('new', 'started'):
+                affected = event.get('affects_this_vm')
                 self.metrics.add('events_seen_total', event_type=event.get('event_type'),
                                  event_status=event.get('event_status'),
-                                 affects_this_vm=str(bool(event.get('affects_this_vm'))).lower())
-            if kind == 'new' and not event.get('affects_this_vm'):
+                                 affects_this_vm='unknown' if affected is None else str(bool(affected)).lower())
+            if kind == 'new' and event.get('affects_this_vm') is None:
+                self._publish(kind, event, message='event new: %s %s may concern this VM, whose name is not known yet '
+                              '(Resources %s); its prepare hooks may run, approval waits for the name'
+                              % (event.get('event_id'), event.get('event_type'), event.get('resources')), **detail)
+            elif kind == 'new' and not event.get('affects_this_vm'):
                 self._publish(kind, event, message='event new: %s %s does not list this VM (%s) in Resources %s; '
                               '%s' % (event.get('event_id'), event.get('event_type'), self.resource_name,
                                       event.get('resources'), 'its hooks run as configured (hooks_for_other_vms)'
                                       if detail.get('hooks') else 'no hooks run'), **detail)
             elif kind == 'incarnation_reset':
-                self._publish(kind, None, level='warning',
-                              message='DocumentIncarnation went back from %s to %s: Scheduled Events were disabled '
-                              'and enabled again; events are followed by id, nothing is lost'
-                              % (detail['previous_incarnation'], detail['document_incarnation']), **detail)
+                self._publish(kind, None, level='warning', message=incarnation_reset_message(
+                    (detail['previous_incarnation'], detail['document_incarnation'])), **detail)
             elif kind == 'prepare_skipped':
                 self._publish(kind, event, level='warning', message='event %s Started before its prepare hooks could '
                               'begin; they are skipped' % event.get('event_id'), **detail)
@@ -263,31 +290,26 @@ class Service(object):
         """Poll, fold the document into the state and approve; return True on a usable document."""
         started = time.monotonic()
         self.metrics.add('polls_total')
-        try:
-            normalized, dummy = self.client.get_document(deadline=started + self.config['poll_interval'])
-        except ScheduledEventsError as exc:
-            self._poll_failed(exc)
+        result = self.poller.poll()
+        self._log_messages(result.messages)
+        self._remember_identity()
+        self.next_delay = result.delay
+        if not result.ok:
+            if not isinstance(result.error, RequestCancelledError):
+                self.metrics.add('poll_errors_total', kind=error_kind(result.error))
+                self.logger.debug('poll failed: %s', result.error.message,
+                                  extra={'fields': {'error_kind': error_kind(result.error)}})
             return False
-        elapsed = time.monotonic() - started
-        self.metrics.observe_poll(elapsed)
+        normalized = result.document
+        self.metrics.observe_poll(time.monotonic() - started)
         self.metrics.set('last_successful_poll_timestamp_seconds', round(time.time(), 3))
-        if self.consecutive_errors:
-            self.logger.info('IMDS answers again after %d failed poll(s)', self.consecutive_errors)
-        self.consecutive_errors = 0
-        self.consecutive_backoff_errors = 0
-        self.last_error_logged_at = None
         with self.lock:
-            changed_incarnation = normalized['document_incarnation'] != self.state['document_incarnation']
             notes = reconcile(self.state, normalized, self.resource_name, self.config['hooks_for_other_vms'])
-            if changed_incarnation:
-                for warning in normalized['warnings']:
-                    self.logger.warning(warning)
-                self.dirty = True
-            if notes:
+            if result.changes.incarnation_changed or notes:
                 self.dirty = True
             if any(record['due'] for record in self.state['events'].values()):
                 self.work_available.set()
-            affecting = sum(1 for event in normalized['events'] if annotate_event(event, self.resource_name)['affects_this_vm'])
+        affecting = sum(1 for event in normalized['events'] if self.poller.identity.affects(event) is True)
         self.metrics.set('document_incarnation', normalized['document_incarnation'])
         self.metrics.set('pending_events', affecting, affects_this_vm='true')
         self.metrics.set('pending_events', len(normalized['events']) - affecting, affects_this_vm='false')
@@ -296,25 +318,8 @@ class Service(object):
         self.save_if_dirty()
         return True
 
-    def _poll_failed(self, exc):
-        self.consecutive_errors += 1
-        if isinstance(exc, ImdsHttpError) and exc.status is not None and (exc.status == 429 or exc.status >= 500):
-            self.consecutive_backoff_errors += 1
-        else:
-            self.consecutive_backoff_errors = 0
-        self.metrics.add('poll_errors_total', kind=error_kind(exc))
-        now = time.monotonic()
-        self.logger.debug('poll failed: %s', exc.message, extra={'fields': {'error_kind': error_kind(exc)}})
-        if self.last_error_logged_at is None or now - self.last_error_logged_at >= ERROR_LOG_INTERVAL_SECONDS:
-            self.last_error_logged_at = now
-            self.logger.warning('poll failed (%d in a row; still polling): %s', self.consecutive_errors, exc.message,
-                                extra={'fields': {'error_kind': error_kind(exc)}})
-
     def next_poll_delay(self):
-        interval = self.config['poll_interval']
-        if not self.consecutive_backoff_errors:
-            return interval
-        return min(interval * (2 ** (self.consecutive_backoff_errors - 1)), max(interval, MAX_ERROR_BACKOFF_SECONDS))
+        return self.next_delay
 
     # -- approvals ----------------------------------------------------------
 
@@ -330,18 +335,34 @@ class Service(object):
                     self.logger.info('approval of %s: %s (%s)', record['event'].get('event_id'), decision, reason,
                                      extra={'fields': {'event_id': record['event'].get('event_id'),
                                                        'decision': decision, 'rule': rule}})
+            if not keys or not self.approvals.ready():
+                return
+            # Recorded (and saved) before the POST: after a crash right after
+            # it, the restarted service knows it may have approved already.
+            approving_at = _iso_now()
+            for key in keys:
+                self.state['events'][key]['approving_at'] = approving_at
+            self.dirty = True
             events = [self.state['events'][key]['event'] for key in keys]
-        if not events:
-            return
+        self.save_if_dirty()
         try:
-            self.client.approve([event['event_id'] for event in events])
+            self.client.approve([event['event_id'] for event in events], deadline=self.poller.quick_deadline())
         except ScheduledEventsError as exc:
+            with self.lock:
+                for key in keys:
+                    self.state['events'][key]['approving_at'] = None
+                self.dirty = True
+            if isinstance(exc, RequestCancelledError):
+                return
             self.metrics.add('approval_errors_total')
+            delay, say_it = self.approvals.failed(exc)
             for event in events:
-                self._publish('approval_failed', event, level='error', error=exc.message,
-                              message='approving %s failed (tried again at the next poll): %s'
-                              % (event.get('event_id'), exc.message))
+                level = 'error' if say_it else 'debug'
+                self._publish('approval_failed', event, level=level, error=exc.message,
+                              message='approving %s failed (tried again in %.1f s; said once a minute): %s'
+                              % (event.get('event_id'), delay, exc.message))
             return
+        self.approvals.succeeded()
         approved_at = _iso_now()
         with self.lock:
             for key in keys:
@@ -451,7 +472,7 @@ class Service(object):
 
     def _run_one_hook(self, key, phase, phase_record, name, event):
         path = os.path.join(hook_runner.phase_directory(self.config['hooks_dir'], phase), name)
-        annotated = annotate_event(event, self.resource_name)
+        annotated = self.poller.identity.annotate(event)
         with self.lock:
             incarnation = self.state['document_incarnation']
             phase_record['results'][name] = {'outcome': 'running', 'started_at': _iso_now()}
@@ -501,10 +522,14 @@ class Service(object):
     # -- main loop ----------------------------------------------------------
 
     def start(self):
-        """Set up client, identity, outputs and the hook runner (``run`` calls it)."""
+        """Set up client, poller, outputs and the hook runner (``run`` calls it).
+
+        The identity is asked for by the first poll, not before it: a failed
+        lookup must not delay the first read of the events.
+        """
         self.client = self._build_client()
+        self.poller = self._build_poller()
         self._start_outputs()
-        self._resolve_identity()
         self.runner = threading.Thread(target=self._runner_loop, name='hook-runner')
         self.runner.daemon = True
         self.runner.start()
@@ -513,7 +538,7 @@ class Service(object):
     def run(self):
         self.start()
         self.logger.info('polling %s every %s s as %s', self.client.events_url, self.config['poll_interval'],
-                         self.resource_name)
+                         self.resource_name or 'this VM (name to be asked from IMDS)')
         next_poll = time.monotonic()
         while not self.stopping.is_set():
             self.wake.clear()
@@ -521,8 +546,6 @@ class Service(object):
                 self.reload()
             now = time.monotonic()
             if now >= next_poll:
-                if self.identity_source == SOURCE_HOSTNAME and now - self.identity_checked_at >= IDENTITY_RETRY_SECONDS:
-                    self._resolve_identity()
                 self.poll_once()
                 # A fixed beat from the start of each poll, so that detection
                 # latency stays within one interval whatever a poll costs.

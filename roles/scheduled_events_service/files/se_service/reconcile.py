@@ -14,6 +14,7 @@ what lets ``--once`` show what the daemon would do.
 import time
 
 from se_core._se_policy import PREPARE_FAILED, PREPARE_NOT_DONE, PREPARE_SUCCEEDED, approval_decision
+from se_core._se_poller import CHANGE_CHANGED, CHANGE_REMOVED, CHANGE_STARTED, track_changes
 from se_core._se_select import annotate_event, event_id_key
 
 PHASE_PREPARE = 'prepare'
@@ -26,8 +27,15 @@ def _now_iso():
 
 
 def stored_event(event, resource_name):
-    """The event as kept in the state: normalized plus what it means for this VM."""
+    """The event as kept in the state: normalized plus what it means for this VM.
+
+    While this VM's name is unknown (``resource_name`` None), whether the
+    event affects it, and whether it leads, are None: possibly.
+    """
     annotated = annotate_event(event, resource_name)
+    if resource_name is None:
+        annotated['affects_this_vm'] = None
+        annotated['is_leader'] = None
     # Changes every second; computed afresh whenever an event is handed out.
     annotated.pop('seconds_until_not_before', None)
     return annotated
@@ -54,60 +62,38 @@ def _enable_hooks_late(record):
     record['due'].append(PHASE_STARTED if record['event'].get('event_status') == 'Started' else PHASE_PREPARE)
 
 
+def _hooks_apply(event, hooks_for_other_vms):
+    # None: this VM's name is not known yet, so the event is possibly ours
+    # and preparing for it is the safe side; approving waits for the name.
+    return event['affects_this_vm'] is not False or hooks_for_other_vms
+
+
 def reconcile(state, document, resource_name, hooks_for_other_vms):
     """Fold a normalized document into ``state``; return the notes ``[(kind, event, detail)]``.
 
     Kinds: ``incarnation_reset``, ``new``, ``started``, ``changed``,
-    ``prepare_skipped``, ``removed``.
+    ``prepare_skipped``, ``removed``. What changed is found by the core's
+    change tracker, against the events the state holds as present.
+    ``resource_name`` None means this VM's name is not known yet.
     """
     notes = []
     records = state['events']
     order = state['event_order']
-    incarnation = document['document_incarnation']
-    previous = state.get('document_incarnation')
-    if previous is not None and incarnation < previous:
+    present = [records[key]['event'] for key in order if records[key]['present']]
+    changes = track_changes(present, state.get('document_incarnation'), document)
+    if changes.incarnation_reset:
         # IMDS disables Scheduled Events after 24 hours without a request and
         # counts from the start again; events are followed by id, so nothing
         # else changes.
+        previous, incarnation = changes.incarnation_reset
         notes.append(('incarnation_reset', None, {'previous_incarnation': previous, 'document_incarnation': incarnation}))
-    state['document_incarnation'] = incarnation
-    present_keys = set()
-    for raw_event in document['events']:
+    state['document_incarnation'] = document['document_incarnation']
+    for kind, raw_event, dummy in changes.items:
         key = event_id_key(raw_event.get('event_id'))
         if not key:
             continue
-        present_keys.add(key)
-        event = stored_event(raw_event, resource_name)
         record = records.get(key)
-        if record is None:
-            record = _new_record(event, event['affects_this_vm'] or hooks_for_other_vms)
-            records[key] = record
-            order.append(key)
-            notes.append(('new', event, {'hooks': bool(record['hooks_enabled'])}))
-            continue
-        before = record['event']
-        if not record['present']:
-            # Back after it was gone: the recover not yet begun is moot.
-            record['present'] = True
-            if PHASE_RECOVER in record['due'] and not phase_begun(record, PHASE_RECOVER):
-                record['due'].remove(PHASE_RECOVER)
-        record['event'] = event
-        if not record['hooks_enabled'] and (event['affects_this_vm'] or hooks_for_other_vms):
-            _enable_hooks_late(record)
-        if event.get('event_status') == 'Started' and before.get('event_status') != 'Started':
-            if record['hooks_enabled']:
-                if PHASE_PREPARE in record['due'] and not phase_begun(record, PHASE_PREPARE):
-                    record['due'].remove(PHASE_PREPARE)
-                    notes.append(('prepare_skipped', event, {'reason': 'the event Started before its prepare hooks '
-                                                                       'could begin'}))
-                if not phase_begun(record, PHASE_STARTED) and PHASE_STARTED not in record['due']:
-                    record['due'].append(PHASE_STARTED)
-            notes.append(('started', event, {}))
-        elif event != before:
-            notes.append(('changed', event, {}))
-    for key in order:
-        record = records[key]
-        if record['present'] and key not in present_keys:
+        if kind == CHANGE_REMOVED:
             record['present'] = False
             if record['hooks_enabled']:
                 # Every event whose hooks were due gets exactly one recover,
@@ -116,7 +102,56 @@ def reconcile(state, document, resource_name, hooks_for_other_vms):
                 if not phase_begun(record, PHASE_RECOVER):
                     record['due'].append(PHASE_RECOVER)
             notes.append(('removed', record['event'], {}))
+            continue
+        event = stored_event(raw_event, resource_name)
+        if record is None:
+            record = _new_record(event, _hooks_apply(event, hooks_for_other_vms))
+            records[key] = record
+            order.append(key)
+            notes.append(('new', event, {'hooks': bool(record['hooks_enabled'])}))
+            continue
+        if not record['present']:
+            # Back after it was gone: the recover not yet begun is moot; what
+            # changed is judged against the event as it was when it left.
+            record['present'] = True
+            if PHASE_RECOVER in record['due'] and not phase_begun(record, PHASE_RECOVER):
+                record['due'].remove(PHASE_RECOVER)
+            kind = _change_since(record['event'], event)
+        record['event'] = event
+        if not record['hooks_enabled'] and _hooks_apply(event, hooks_for_other_vms):
+            _enable_hooks_late(record)
+        if kind == CHANGE_STARTED:
+            if record['hooks_enabled']:
+                if PHASE_PREPARE in record['due'] and not phase_begun(record, PHASE_PREPARE):
+                    record['due'].remove(PHASE_PREPARE)
+                    notes.append(('prepare_skipped', event, {'reason': 'the event Started before its prepare hooks '
+                                                                       'could begin'}))
+                if not phase_begun(record, PHASE_STARTED) and PHASE_STARTED not in record['due']:
+                    record['due'].append(PHASE_STARTED)
+            notes.append(('started', event, {}))
+        elif kind == CHANGE_CHANGED:
+            notes.append(('changed', event, {}))
+    _refresh_identity(state, resource_name, hooks_for_other_vms)
     return notes
+
+
+def _change_since(before, after):
+    """The change kind from ``before`` to ``after`` of one event (None when nothing changed)."""
+    items = track_changes([before], None, {'document_incarnation': 0, 'events': [after]}).items
+    return items[0][0] if items else None
+
+
+def _refresh_identity(state, resource_name, hooks_for_other_vms):
+    """Re-judge present events for this VM: its name may have become known (or changed) since they were stored."""
+    for key in state['event_order']:
+        record = state['events'][key]
+        if not record['present']:
+            continue
+        refreshed = stored_event(record['event'], resource_name)
+        if refreshed != record['event']:
+            record['event'] = refreshed
+        if not record['hooks_enabled'] and _hooks_apply(refreshed, hooks_for_other_vms):
+            _enable_hooks_late(record)
 
 
 def retire_finished(state, history_limit):
@@ -157,7 +192,9 @@ def approvals_due(state, policy, resource_name, assume_prepare_succeeds=False):
     keys, decisions = [], {}
     for key in state['event_order']:
         record = state['events'][key]
-        if not record['present'] or record['approved_at']:
+        if not record['present'] or record['approved_at'] or record.get('approving_at'):
+            # approving_at: a POST may have gone out before the service
+            # stopped; sending it again after a restart is what must not happen.
             continue
         outcome = prepare_outcome(record)
         if assume_prepare_succeeds and outcome == PREPARE_NOT_DONE:

@@ -140,10 +140,10 @@ class TestOptions(object):
     def test_options_from_variables(self, lookup, clients, imds):
         variables = {'azure_scheduled_events_endpoint': ENDPOINT, 'azure_scheduled_events_api_version': '2019-08-01',
                      'azure_scheduled_events_timeout': 3, 'azure_scheduled_events_retries': 1,
-                     'azure_scheduled_events_resource_name': 'WestNO_2'}
+                     'azure_scheduled_events_deadline': 20, 'azure_scheduled_events_resource_name': 'WestNO_2'}
         assert lookup.run(['resource_name'], variables=variables) == ['WestNO_2']
         assert clients[-1] == {'endpoint': ENDPOINT, 'api_version': '2019-08-01', 'timeout': 3.0, 'retries': 1,
-                               'resource_name': 'WestNO_2'}
+                               'deadline': 20.0, 'resource_name': 'WestNO_2'}
         assert imds.requests == [ENDPOINT + '?api-version=2019-08-01']
 
     def test_options_from_environment(self, lookup, clients, monkeypatch):

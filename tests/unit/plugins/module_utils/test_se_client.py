@@ -33,6 +33,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
     ImdsUnreachableError,
     InvalidParameterError,
     MalformedDocumentError,
+    RequestCancelledError,
     ScheduledEventsError,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_retry import RetryPolicy
@@ -151,8 +152,10 @@ def test_first_call_may_be_slow_later_calls_may_not(make_client, loopback_imds, 
     with pytest.raises(ImdsTimeoutError) as caught:
         client.get_document()
     message = str(caught.value)
-    assert 'did not answer in time after 1 attempts' in message
-    assert 'up to 2 minutes' in message and 'raise timeout' in message
+    assert 'did not answer to the only attempt' in message
+    # The first call's allowance was spent on the first request: this one says so.
+    assert 'first request' not in message and 'at most 0.1 s' in message
+    assert 'raise timeout' in message and 'deadline' in message
     assert caught.value.retryable
 
 
@@ -263,7 +266,7 @@ def test_gone_is_retried_for_about_seventy_seconds(make_client, loopback_imds, r
 
 def test_gone_then_answer_succeeds(make_client, loopback_imds, reply, fake_clock):
     loopback_imds.script(PATH, reply(410, {'error': 'Gone'}), reply(410, {'error': 'Gone'}), reply(200, EMPTY_DOCUMENT))
-    client = make_client(loopback_imds.endpoint, policy=pinned_policy(retries=0))
+    client = make_client(loopback_imds.endpoint, policy=pinned_policy(retries=1))
     assert client.get_document()[0]['document_incarnation'] == 1
     assert fake_clock.sleeps == [0.5, 1.0]
 
@@ -298,8 +301,89 @@ def test_connection_failures_and_timeouts_are_retried(make_client, scripted_tran
 
 def test_timeouts_that_persist_end_in_a_timeout_error(make_client, scripted_transport):
     transport = scripted_transport([ImdsTimeoutError('no answer within 10 s')] * 3)
-    with pytest.raises(ImdsTimeoutError, match='after 3 attempts \\(no answer within 10 s\\)'):
+    with pytest.raises(ImdsTimeoutError, match='did not answer to any of 3 attempts') as caught:
         make_client(transport=transport, policy=pinned_policy(retries=2)).get_document()
+    # The message tells what each attempt was given, not a blanket "130 s".
+    assert 'first request of this VM waited 130 s' in str(caught.value)
+    assert 'the others waited at most 10 s each' in str(caught.value)
+
+
+class HungTransport(object):
+    """Accepts every request and never answers: each attempt costs its whole read timeout on the fake clock."""
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.read_timeouts = []
+
+    def request(self, method, url, headers, body=None, connect_timeout=5.0, read_timeout=10.0):
+        self.read_timeouts.append(read_timeout)
+        self.clock.advance(read_timeout)
+        raise ImdsTimeoutError('no answer from %s within %s s' % (url, read_timeout), url=url)
+
+
+@pytest.mark.parametrize('timeout, deadline, expected_total', [
+    (3, 150, 150.0),   # default deadline: one 130 s first call, then 3 s attempts, all within 150 s
+    (3, 10, 10.0),     # the caller's deadline cuts even the first call's allowance
+    (10, 400, None),   # without a short deadline the retries (5) end it: 130 + 5 x 10 + backoff
+])
+def test_a_hung_endpoint_ends_within_the_deadline(make_client, fake_clock, timeout, deadline, expected_total):
+    transport = HungTransport(fake_clock)
+    client = make_client(transport=transport, timeout=timeout, deadline=deadline, policy=pinned_policy(retries=5))
+    started = fake_clock.now
+    with pytest.raises(ImdsTimeoutError) as caught:
+        client.get_document()
+    spent = fake_clock.now - started
+    assert spent <= deadline + 1e-6
+    if expected_total is not None:
+        assert spent == pytest.approx(expected_total, abs=0.6)
+    # The long allowance is given to one attempt only.
+    assert sum(1 for value in transport.read_timeouts if value > timeout) <= 1
+    assert 'deadline is %s s' % deadline in str(caught.value)
+
+
+def test_a_caller_deadline_bounds_every_operation(make_client, fake_clock):
+    transport = HungTransport(fake_clock)
+    client = make_client(transport=transport, timeout=10, first_call_spent=True, policy=pinned_policy(retries=5))
+    with pytest.raises(ImdsTimeoutError):
+        client.approve([FREEZE_ID], deadline=fake_clock.now + 2.5)
+    assert transport.read_timeouts == [2.5]
+
+
+def test_cancelled_stops_retrying_instead_of_spinning(make_client, scripted_transport, response, fake_clock):
+    stopping = []
+    transport = scripted_transport([response(410, {'error': 'Gone'})] * 50)
+    client = make_client(transport=transport, policy=pinned_policy(retries=5), cancelled=lambda: bool(stopping),
+                         sleep=stopping.append)
+    with pytest.raises(RequestCancelledError, match='caller is stopping'):
+        client.approve([FREEZE_ID])
+    # One retry slept (the sleep "returned at once" because of the stop), then no more requests.
+    assert len(transport.calls) == 2
+
+
+def test_an_http_error_keeps_headers_and_retry_after(make_client, scripted_transport, response):
+    transport = scripted_transport([response(429, {'error': 'Too many requests'}, {'retry-after': '7'})])
+    with pytest.raises(ImdsHttpError) as caught:
+        make_client(transport=transport, policy=pinned_policy(retries=0)).get_document()
+    assert caught.value.headers == {'retry-after': '7'}
+    assert caught.value.retry_after == 7.0
+
+
+def test_ids_differing_only_in_case_are_posted_once(make_client, scripted_transport, response):
+    transport = scripted_transport([response(200, {})])
+    client = make_client(transport=transport)
+    sent = client.approve([FREEZE_ID, FREEZE_ID.lower(), '{%s}' % FREEZE_ID, TERMINATE_ID])
+    assert sent == [FREEZE_ID, TERMINATE_ID]
+    body = json.loads(transport.calls[0]['body'].decode('utf-8'))
+    assert body == {'StartRequests': [{'EventId': FREEZE_ID}, {'EventId': TERMINATE_ID}]}
+
+
+def test_decoding_warnings_reach_the_normalized_document(make_client, scripted_transport, response):
+    transport = scripted_transport([response(200, b'\xef\xbb\xbf{"DocumentIncarnation": 3, "Events": '
+                                                  b'[{"EventId": "a", "Description": "caf\xe9"}]}')])
+    normalized, raw = make_client(transport=transport).get_document()
+    assert normalized['document_incarnation'] == 3
+    assert raw['Events'][0]['Description'] == u'caf\ufffd'
+    assert any('not UTF-8' in warning for warning in normalized['warnings'])
 
 
 def test_malformed_documents_are_retried_then_accepted(make_client, scripted_transport, response, fake_clock):
@@ -338,8 +422,8 @@ def test_first_get_gets_the_long_read_timeout(make_client, scripted_transport, r
     client.get_document()
     client.approve([FREEZE_ID])
     timeouts = [call['read_timeout'] for call in transport.calls]
-    # The first request is retried with the same patience; once IMDS answered, normal timeouts apply.
-    assert timeouts == [FIRST_CALL_TIMEOUT, FIRST_CALL_TIMEOUT, 4.0, 4.0]
+    # The first-call allowance is spent once, on the first attempt, answered or not.
+    assert timeouts == [FIRST_CALL_TIMEOUT, 4.0, 4.0, 4.0]
     assert set(call['connect_timeout'] for call in transport.calls) == {4.0}
 
 
@@ -398,7 +482,7 @@ def test_get_json_uses_the_origin_of_the_endpoint(make_client, loopback_imds, re
     request = loopback_imds.requests[0]
     assert request.path == COMPUTE_PATH and request.headers['Metadata'] == 'true'
     # Reading instance metadata is no Scheduled Events call: the first events call stays patient.
-    assert client.events_answered is False
+    assert client.first_call_pending is True
 
 
 def test_get_json_not_json_names_the_url(make_client, loopback_imds, reply):

@@ -16,6 +16,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
     API_VERSIONS,
     DEFAULT_API_VERSION,
     NORMALIZED_EVENT_KEYS,
+    decode_body,
     decode_document,
     normalize_event,
     parse_document,
@@ -145,22 +146,25 @@ def test_empty_events_and_null_events_mean_nothing_scheduled():
     assert parse_document({'DocumentIncarnation': 0})['events'] == []
 
 
-@pytest.mark.parametrize('value, expected', [(0, 0), (41, 41), ('17', 17), (' 8 ', 8), ('-2', -2)])
+@pytest.mark.parametrize('value, expected', [(0, 0), (41, 41), ('17', 17), (' 8 ', 8), ('-2', -2), (2.0, 2),
+                                             ('3.0', 3)])
 def test_incarnation_integer_forms(value, expected):
     assert parse_document({'DocumentIncarnation': value, 'Events': []})['document_incarnation'] == expected
 
 
-@pytest.mark.parametrize('value', [None, True, False, 2.5, 2.0, '', 'two', '--5', '1e3', u'\u00b2', [], {}])
+@pytest.mark.parametrize('value', [None, True, False, 2.5, '', 'two', '--5', '1e3', u'\u00b2', [], {}, '2.5',
+                                   float('nan'), float('inf'), 10 ** 30, '9' * 5000])
 def test_incarnation_that_is_no_integer_is_malformed(value):
     with pytest.raises(MalformedDocumentError) as caught:
         parse_document({'DocumentIncarnation': value, 'Events': []})
     assert 'DocumentIncarnation' in str(caught.value)
-    assert repr(value) in str(caught.value)
+    # Quoted, but never whole: a 5000-digit value must not flood a log.
+    assert repr(value)[:30] in str(caught.value) and len(str(caught.value)) < 300
     assert caught.value.retryable
 
 
 def test_missing_incarnation_is_malformed(fixture_json):
-    with pytest.raises(MalformedDocumentError, match='no integer DocumentIncarnation'):
+    with pytest.raises(MalformedDocumentError, match='no whole-number DocumentIncarnation'):
         parse_document(fixture_json('malformed_no_incarnation.json'))
 
 
@@ -212,9 +216,37 @@ def test_long_non_json_body_is_cut_in_the_message():
     assert '...' in str(caught.value)
 
 
-def test_bytes_that_are_not_utf8_are_malformed(fixture_bytes):
-    with pytest.raises(MalformedDocumentError, match='not UTF-8'):
-        decode_document(fixture_bytes('malformed_not_utf8.bin'))
+def test_bytes_that_are_not_utf8_are_replaced_with_a_warning(fixture_bytes):
+    document, warnings = decode_body(fixture_bytes('malformed_not_utf8.bin'))
+    assert document['Events'][0]['EventId'] == u'\ufffd\ufffd\ufffd'
+    assert len(warnings) == 1 and 'not UTF-8' in warnings[0] and 'offset 51' in warnings[0]
+
+
+@pytest.mark.parametrize('body', [b'\xef\xbb\xbf{"DocumentIncarnation": 4, "Events": []}',
+                                  u'\ufeff{"DocumentIncarnation": 4, "Events": []}'])
+def test_a_byte_order_mark_is_accepted(body):
+    assert decode_body(body) == ({'DocumentIncarnation': 4, 'Events': []}, [])
+
+
+@pytest.mark.parametrize('value, expected', [(5, 5), (5.0, 5), ('5', 5), ('5.0', 5), (-1, -1), ('-1', -1),
+                                             (5.5, None), (True, None), ('five', None), (None, None),
+                                             ('9' * 5000, None), (float('nan'), None)])
+def test_duration_follows_the_same_numeric_rule_as_the_incarnation(value, expected):
+    event = normalize_event({'EventId': 'x', 'DurationInSeconds': value})[0]
+    assert event['duration_in_seconds'] == expected
+    if expected is not None:
+        assert parse_document({'DocumentIncarnation': value, 'Events': []})['document_incarnation'] == expected
+
+
+@pytest.mark.parametrize('field, key, sent, expected', [
+    ('EventStatus', 'event_status', 'started', 'Started'),
+    ('EventStatus', 'event_status', 'SCHEDULED ', 'Scheduled'),
+    ('EventStatus', 'event_status', 'Completed', 'Completed'),
+    ('EventType', 'event_type', 'freeze', 'Freeze'),
+    ('EventSource', 'event_source', 'user', 'User'),
+])
+def test_known_values_are_spelled_one_way(field, key, sent, expected):
+    assert normalize_event({'EventId': 'x', field: sent})[0][key] == expected
 
 
 def test_absurdly_nested_json_is_malformed_not_a_crash():

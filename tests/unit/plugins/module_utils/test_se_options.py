@@ -30,7 +30,8 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
 
 def test_argument_spec_holds_the_common_options_and_the_module_own():
     spec = argument_spec(event_ids={'type': 'list', 'elements': 'str', 'required': True})
-    assert set(spec) == {'endpoint', 'api_version', 'timeout', 'retries', 'resource_name', 'event_ids'}
+    assert set(spec) == {'endpoint', 'api_version', 'timeout', 'retries', 'deadline', 'resource_name',
+                         'event_ids'}
     assert spec['event_ids']['required'] is True
     assert spec['endpoint'] == {'type': 'str', 'default': DEFAULT_ENDPOINT}
 

@@ -57,8 +57,14 @@ def test_zero_retries_means_one_attempt():
     assert not policy.decide(1, 0.0, failure='timeout').retry
 
 
+def test_gone_is_not_retried_when_retries_are_off():
+    # A poller polls again itself; one request must not hold it for 70 s.
+    decision = no_jitter_policy(retries=0).decide(1, 0.0, status=410)
+    assert not decision.retry and 'retries are off' in decision.reason
+
+
 def test_gone_is_retried_by_time_not_by_count():
-    policy = no_jitter_policy(retries=0)
+    policy = no_jitter_policy(retries=1)
     assert GONE_RETRY_BUDGET_SECONDS == 70.0
     assert policy.decide(50, 60.0, status=410).retry
     decision = policy.decide(2, 69.5, status=410)

@@ -1,6 +1,10 @@
 # Copyright (c) azure_maintenance.scheduled_events contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests of the EDA event source, with a list-backed queue and a scripted IMDS transport."""
+"""Unit tests of the EDA event source, with a list-backed queue and a scripted IMDS transport.
+
+Kept under tests/unit so that ``make units`` runs them; the rulebook runs
+against a real ansible-rulebook stay in tests/eda.
+"""
 
 import asyncio
 import contextlib
@@ -18,7 +22,7 @@ import time
 import pytest
 import yaml
 
-from eda_collection import COLLECTION_ROOT, SOURCE_RELATIVE_PATH, load_fixture, make_collections_dir
+from eda_source_layout import COLLECTION_ROOT, SOURCE_RELATIVE_PATH, load_fixture, make_collections_dir
 
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_client import ImdsClient
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_errors import (
@@ -82,9 +86,13 @@ class ScriptedImds(object):
         if headers.get('Metadata') != 'true':
             return json_response({'error': 'Bad request. Required metadata header not specified'}, 400)
         if '/metadata/instance/compute' in url:
-            if isinstance(self.compute, int):
-                return json_response({'error': 'compute unavailable'}, self.compute)
-            return json_response(self.compute)
+            compute = self.compute
+            if isinstance(compute, list):
+                # A script of its own: each lookup takes the next step, the last one stays.
+                compute = compute.pop(0) if len(compute) > 1 else compute[0]
+            if isinstance(compute, int):
+                return json_response({'error': 'compute unavailable'}, compute)
+            return json_response(compute)
         if not self.steps:
             self.exhausted.set()
             return json_response(self.last_document)
@@ -111,13 +119,16 @@ def run_source(source_module, steps, compute=None, **args):
     settings = source_module.parse_args(dict({'endpoint': ENDPOINT}, **args))
     transport = ScriptedImds(steps, compute)
     sleeps = []
+    # The poller's clock moves only when the source sleeps, as if each sleep had lasted.
+    clock = [1000.0]
 
     async def instant_sleep(seconds):
         sleeps.append(seconds)
+        clock[0] += seconds
         await asyncio.sleep(0)
 
     source = source_module.ScheduledEventsSource(settings, client=make_client(transport, settings['retries']),
-                                                 sleep=instant_sleep)
+                                                 sleep=instant_sleep, clock=lambda: clock[0])
     queue = ListQueue()
 
     async def drive():
@@ -271,12 +282,23 @@ def test_host_map_names_the_inventory_hosts(source_module):
     assert items[0]['meta']['hosts'] == ['web0.example.com', 'WestNO_1']
 
 
-def test_identity_falls_back_to_the_host_name_with_a_warning(source_module, caplog):
+def test_identity_is_never_guessed_and_asked_again_until_known(source_module, caplog):
     caplog.set_level(logging.WARNING, logger=source_module.LOGGER_NAME)
-    items, dummy, source, dummy_sleeps = run_source(source_module, [document('freeze_scheduled.json')], compute=404)
-    assert source.resource_name == socket.gethostname().split('.')[0]
-    assert 'Set resource_name' in caplog.text
-    assert items[0]['scheduled_event']['resource_name'] == source.resource_name
+    steps = [document('freeze_scheduled.json')] * 5 + [document('freeze_started.json')] * 2
+    items, transport, source, dummy_sleeps = run_source(source_module, steps, only_this_vm=True, retries=0,
+                                                        compute=[500, 429, load_fixture('compute.json')])
+    # Before IMDS told the name: possibly ours, never the host name, and said so.
+    new = items[0]['scheduled_event']
+    assert new['change'] == 'new' and new['affects_this_vm'] is None and new['resource_name'] is None
+    assert socket.gethostname().split('.')[0] not in json.dumps(new['resource_name'])
+    assert 'possibly' in caplog.text and 'Set resource_name' in caplog.text
+    # Asked again on later polls (not once at start), and known from then on.
+    lookups = [url for method, url, dummy in transport.requests if '/metadata/instance/compute' in url]
+    assert len(lookups) == 3
+    assert source.resource_name == 'WestNO_0'
+    started = items[1]['scheduled_event']
+    assert started['change'] == 'started' and started['affects_this_vm'] is True
+    assert started['resource_name'] == 'WestNO_0'
 
 
 # --- faults --------------------------------------------------------------------------------------------------
@@ -289,11 +311,12 @@ def test_faults_are_polled_through_without_duplicates(source_module, caplog):
              'malformed', document('freeze_scheduled.json'),   # a retry inside one poll cures it
              410, document('freeze_started.json'),
              document('freeze_started.json'), document('empty.json', 4)]
-    items, transport, source, sleeps = run_source(source_module, steps)
+    items, transport, source, sleeps = run_source(source_module, steps, retries=2)
     assert changes_of(items) == [('new', FREEZE_ID), ('started', FREEZE_ID), ('removed', FREEZE_ID)]
-    assert 'Polling Scheduled Events failed (1 in a row)' in caplog.text
-    assert 'Polling Scheduled Events failed (2 in a row)' in caplog.text
-    assert 'answer again after 2 failed polls' in caplog.text
+    # Said once; the second failure in a row is held back (once a minute at most).
+    assert 'polling Scheduled Events failed (1 in a row' in caplog.text
+    assert 'failed (2 in a row' not in caplog.text
+    assert 'answer again after 2 failed poll(s)' in caplog.text
     assert 'HTTP 500' in caplog.text
     # Backoff grows after consecutive failures and returns to the poll interval after a success.
     assert sleeps[1] > 0.0
