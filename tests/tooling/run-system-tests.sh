@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Tests against real components started on loopback by the tests themselves,
 # in one pytest session: the hook daemon against the simulator (tests/service),
+# the fault matrix against real processes (tests/faults),
 # the EDA source under a real ansible-rulebook (tests/eda), ansible-builder
 # (tests/ee), HAProxy under load (tests/e2e) and ansible-runner as AWX runs
 # jobs (tests/awx). Every test binds ports the kernel chooses and writes only
@@ -12,7 +13,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 require_venv
 suites=()
-for suite in tests/service tests/eda tests/ee tests/e2e tests/awx tests/rolling; do
+for suite in tests/service tests/faults tests/eda tests/ee tests/e2e tests/awx tests/rolling tests/fleet; do
     [[ -d "${REPO_ROOT}/${suite}" ]] && suites+=("${suite}")
 done
 banner "system tests: pytest ${suites[*]}"
