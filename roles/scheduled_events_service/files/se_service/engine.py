@@ -18,8 +18,8 @@ import signal
 import threading
 import time
 
-from se_core._se_client import ImdsClient
-from se_core._se_errors import (
+from .core._se_client import ImdsClient
+from .core._se_errors import (
     ImdsHttpError,
     ImdsRedirectError,
     ImdsTimeoutError,
@@ -27,8 +27,8 @@ from se_core._se_errors import (
     MalformedDocumentError,
     ScheduledEventsError,
 )
-from se_core._se_identity import SOURCE_HOSTNAME, resolve_resource_name
-from se_core._se_select import annotate_event, event_id_key
+from .core._se_identity import SOURCE_HOSTNAME, resolve_resource_name
+from .core._se_select import annotate_event, event_id_key
 
 from . import hooks as hook_runner
 from .config import PHASES, ConfigError, load_config, validate_loopback_listen
@@ -138,7 +138,8 @@ class Service(object):
         webhook = self.config['webhook']
         if webhook['url']:
             self.webhook = WebhookNotifier(webhook['url'], webhook['headers'], webhook['retries'], webhook['timeout'],
-                                           self.logger)
+                                           self.logger, follow_redirects=webhook['follow_redirects'],
+                                           proxy=webhook['proxy'])
             self.webhook.start()
         self.event_log = EventLog(self.config['event_log']) if self.config['event_log'] else None
 
@@ -546,5 +547,8 @@ class Service(object):
         self._stop_outputs()
         if self.client is not None:
             self.client.close()
-        self.logger.info('stopped; state saved to %s', self.config['state_file'])
+        if self.dirty:
+            self.logger.error('stopped; the state could NOT be saved to %s (see the error above)', self.config['state_file'])
+        else:
+            self.logger.info('stopped; state saved to %s', self.config['state_file'])
         return 0
