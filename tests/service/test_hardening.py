@@ -10,7 +10,6 @@ import signal
 import socket
 import sys
 import threading
-import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 

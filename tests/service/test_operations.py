@@ -17,7 +17,6 @@ import pytest
 from service_daemon_harness import approvals_of, unused_port, wait_until
 
 
-
 # -- --check -----------------------------------------------------------------
 
 def test_check_accepts_a_sound_configuration(daemon):

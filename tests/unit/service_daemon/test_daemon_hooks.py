@@ -46,8 +46,9 @@ def make_hook(path, body, mode=0o755):
     return str(path)
 
 
-def run(path, event=EVENT, timeout=20, environment=None):
+def run(path, event=None, timeout=20, environment=None):
     """run_hook in a thread, failing the test if it does not return within HANG_LIMIT_SECONDS."""
+    event = EVENT if event is None else event
     outcome = {}
 
     def target():

@@ -43,8 +43,8 @@ def check_trusted(path, expect_directory=False, require_executable=False, allow_
     if info.st_uid not in trusted_owners():
         raise InsecureFileError('%s %s is owned by uid %d, not by root; run: chown root:root %s'
                                 % (kind, path, info.st_uid, path))
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not (allow_sticky and stat.S_ISDIR(info.st_mode)
-                                                              and info.st_mode & stat.S_ISVTX):
+    sticky_directory = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not (allow_sticky and sticky_directory):
         raise InsecureFileError('%s %s is writable by %s (mode %04o); run: chmod go-w %s'
                                 % (kind, path, 'group and others' if info.st_mode & stat.S_IWGRP and info.st_mode & stat.S_IWOTH
                                    else 'group' if info.st_mode & stat.S_IWGRP else 'others',
