@@ -61,6 +61,27 @@ def test_a_metrics_port_in_use_is_refused_by_check_and_at_start(simulator, daemo
         holder.close()
 
 
+def test_a_reload_to_a_metrics_port_in_use_is_refused_and_the_service_goes_on(simulator, daemon):
+    port = unused_port()
+    daemon.add_hook('prepare', '10-record')
+    daemon.write_config(metrics={'listen': '127.0.0.1:%d' % port})
+    daemon.start()
+    holder = socket.socket()
+    holder.bind(('127.0.0.1', 0))
+    holder.listen(1)
+    try:
+        daemon.write_config(metrics={'listen': '127.0.0.1:%d' % holder.getsockname()[1]})
+        daemon.send_signal(signal.SIGHUP)
+        wait_until(lambda: daemon.log_contains('reload refused'), LIMIT_SECONDS, what='reload refused')
+        assert 'already in use by another program' in daemon.log_text()
+        event_id = simulator.create_event('Freeze', ['WestNO_0'])
+        daemon.wait_for_hooks(event_id, ['prepare/10-record'])
+        assert 'polls_total' in _scrape(port)
+        assert daemon.stop() == 0
+    finally:
+        holder.close()
+
+
 def test_a_state_file_of_the_wrong_shape_is_set_aside(simulator, daemon):
     daemon.add_hook('prepare', '10-only')
     daemon.write_config()

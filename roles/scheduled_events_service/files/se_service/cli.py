@@ -151,7 +151,9 @@ def run_service(config_path, transport_preference):
         return service.shutdown()
     except MetricsListenError as exc:
         logger.error('not starting: %s', exc)
-        if service.client is not None:
+        if service.runner is not None:
+            service.shutdown()  # started after all: let a hook finish and save the state
+        elif service.client is not None:
             service.client.close()
         return EXIT_CONFIG
 

@@ -33,7 +33,7 @@ from .core._se_select import annotate_event, event_id_key
 from . import hooks as hook_runner
 from .config import PHASES, ConfigError, load_config, validate_loopback_listen
 from .logs import configure_logging
-from .metrics import Metrics, MetricsServer, write_textfile
+from .metrics import Metrics, MetricsListenError, MetricsServer, check_listen_address, write_textfile
 from .notify import EventLog, WebhookNotifier, make_record
 from .reconcile import (
     PHASE_PREPARE,
@@ -189,7 +189,9 @@ class Service(object):
         self.reload_requested.clear()
         try:
             config = load_config(self.config_path)
-        except ConfigError as exc:
+            if config['metrics']['listen'] and config['metrics']['listen'] != self.config['metrics']['listen']:
+                check_listen_address(*validate_loopback_listen(config['metrics']['listen']))
+        except (ConfigError, MetricsListenError) as exc:
             self.logger.error('reload refused, still running the previous configuration: %s', exc)
             return False
         try:
