@@ -203,15 +203,11 @@ def test_a_link_to_a_target_owned_by_someone_else_is_refused(base, hooks_tree):
     assert result.outcome == OUTCOME_REFUSED and 'owned by uid 65534' in result.message
 
 
-def test_sigterm_reaches_the_process_group(base):
-    marker = str(base / 'terminated')
+def test_the_time_limit_sends_sigterm_first(base):
     hook = make_hook(base / 'hook', '''
-def stop(signum, frame):
-    open(%r, 'w').close()
-    sys.exit(143)
-signal.signal(signal.SIGTERM, stop)
+signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
 time.sleep(120)
-''' % marker)
-    result, dummy = run(hook, timeout=1)
-    assert result.outcome == OUTCOME_TIMEOUT and os.path.exists(marker)
-    assert result.exit_code == 143 or result.exit_code == -signal.SIGKILL
+''')
+    result, dummy = run(hook, timeout=2)
+    # 143: the handler ran; -SIGTERM: the signal came before the handler was set (a slow start).
+    assert result.outcome == OUTCOME_TIMEOUT and result.exit_code in (143, -signal.SIGTERM)
