@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,12 +34,13 @@ import time
 import urllib.request
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SIMULATOR = os.path.join(REPO_ROOT, 'tests', 'simulator', 'imds-simulator')
+sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'simulator'))
+from imds_simulator.process import SimulatorProcess  # noqa: E402 pylint: disable=wrong-import-position
+
 TARGET_RATIO = 1.10
 API_VERSION = '2020-07-01'
 # Bounds every wait of the script so a broken simulator or play cannot hang CI.
 PLAYBOOK_TIME_LIMIT = 300
-SIMULATOR_START_LIMIT = 60
 
 PLAYBOOKS = {
     'uri': '''
@@ -80,20 +80,6 @@ PLAYBOOKS = {
 }
 
 
-def free_ports(count):
-    """``count`` loopback ports nothing listens on right now (the OS picks them)."""
-    sockets = []
-    try:
-        for dummy in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind(('127.0.0.1', 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
 def write(path, text):
     with open(path, 'w') as handle:
         handle.write(text)
@@ -116,36 +102,30 @@ def post_json(url, payload):
 
 
 class Simulator(object):
-    """The IMDS simulator in the background, with one VM per inventory host."""
+    """The IMDS simulator in the background, with one VM per inventory host, on ports the kernel chooses."""
 
     def __init__(self, workdir, hosts):
-        ports = free_ports(hosts + 1)
-        self.control_url = 'http://127.0.0.1:%d' % ports[0]
-        self.vms = [('bench_%d' % index, 'http://127.0.0.1:%d/metadata/scheduledevents' % port)
-                    for index, port in enumerate(ports[1:])]
-        self.pidfile = os.path.join(workdir, 'simulator.pid')
-        self.config = os.path.join(workdir, 'simulator.json')
-        write(self.config, json.dumps({
-            'vms': [{'name': name, 'listen': endpoint.split('/')[2], 'group': 'bench'} for name, endpoint in self.vms],
+        names = ['bench_%d' % index for index in range(hosts)]
+        self.process = SimulatorProcess(workdir, config={
+            'vms': [{'name': name, 'listen': '127.0.0.1:0', 'group': 'bench'} for name in names],
             # Each host has its own VM, so each stays far below the real throttle; keep it on, as on Azure.
             'throttle': {'enabled': True, 'per_second': 5},
             'first_call_delay_seconds': 0,
-        }))
-        self.started = False
+        }, extra_args=['--log-level', 'WARNING'])
+        self.names = names
+        self.vms = []
+        self.control_url = None
 
     def start(self):
-        subprocess.run([sys.executable, SIMULATOR, '--config', self.config, '--control', self.control_url[7:],
-                        '--background', '--pidfile', self.pidfile, '--log-level', 'WARNING'],
-                       check=True, timeout=SIMULATOR_START_LIMIT, stdout=subprocess.DEVNULL)
-        self.started = True
+        self.process.start()
+        self.control_url = self.process.control_url
+        self.vms = [(name, 'http://%s/metadata/scheduledevents' % self.process.ready['vms'][name])
+                    for name in self.names]
         # A document with content, as in a maintenance window: one Freeze for the first five VMs.
-        post_json(self.control_url + '/events', {'event_type': 'Freeze', 'resources': [name for name, dummy in self.vms[:5]]})
+        post_json(self.control_url + '/events', {'event_type': 'Freeze', 'resources': self.names[:5]})
 
     def stop(self):
-        if self.started:
-            subprocess.run([sys.executable, SIMULATOR, '--stop', '--pidfile', self.pidfile], timeout=30, check=False,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            self.started = False
+        self.process.stop()
 
 
 def ansible_playbook_command():

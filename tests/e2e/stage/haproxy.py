@@ -13,6 +13,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -54,6 +55,17 @@ def free_port(host):
         return probe.getsockname()[1]
 
 
+# A Unix socket path holds at most ~100 bytes (HAProxy says 97); test folders
+# under a long $TMPDIR are longer than that.
+_SOCKET_PATH_LIMIT = 90
+
+
+def short_private_dir(preferred_parent):
+    """A new private folder for Unix sockets: under ``preferred_parent`` if paths there are short enough, else /tmp."""
+    parent = preferred_parent if len(preferred_parent) + 20 < _SOCKET_PATH_LIMIT else '/tmp'
+    return tempfile.mkdtemp(prefix='se-hap-', dir=parent)
+
+
 def runtime_command(socket_path, command, timeout=5.0):
     """HAProxy's answer to one runtime API command."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
@@ -76,7 +88,8 @@ class HAProxy:
         self.workdir = workdir
         self.host = host
         self.port = free_port(host)
-        self.socket = os.path.join(workdir, 'haproxy-admin.sock')
+        self._socket_dir = short_private_dir(workdir)
+        self.socket = os.path.join(self._socket_dir, 'admin.sock')
         self.log_path = os.path.join(workdir, 'haproxy.log')
         self.pools = pools
         self.routes = routes  # [(path prefix, backend)], the first pool is the default
@@ -99,7 +112,26 @@ class HAProxy:
         return CONFIG.format(socket=self.socket, bind='%s:%d' % (self.host, self.port), routes=routes,
                              backends=backends)
 
-    def start(self, timeout=10.0):
+    def start(self, timeout=10.0, attempts=5):
+        """Start HAProxy; if its port was taken between choosing and binding, choose another (up to ``attempts``)."""
+        for attempt in range(attempts):
+            try:
+                return self._start_once(timeout)
+            except RuntimeError:
+                if attempt == attempts - 1 or not self._lost_its_port():
+                    raise
+                self.port = free_port(self.host)
+        return None
+
+    def _lost_its_port(self):
+        try:
+            with open(self.log_path, encoding='utf-8', errors='replace') as handle:
+                text = handle.read()
+        except OSError:
+            return False
+        return 'cannot bind socket' in text or 'Address already in use' in text
+
+    def _start_once(self, timeout):
         binary = haproxy_binary()
         if binary is None:
             raise RuntimeError('haproxy is not installed: apt-get install haproxy (tests/tooling/debian-packages.txt)')
@@ -109,6 +141,8 @@ class HAProxy:
         check = subprocess.run([binary, '-c', '-f', config_path], capture_output=True, text=True, check=False)
         if check.returncode != 0:
             raise RuntimeError('haproxy rejected %s: %s' % (config_path, check.stderr or check.stdout))
+        if self._log is not None:
+            self._log.close()
         self._log = open(self.log_path, 'w')
         self.process = subprocess.Popen([binary, '-db', '-f', config_path], stdout=self._log, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL)
@@ -152,6 +186,7 @@ class HAProxy:
         if self._log is not None:
             self._log.close()
             self._log = None
+        shutil.rmtree(self._socket_dir, ignore_errors=True)
 
 
 class StateWatcher:

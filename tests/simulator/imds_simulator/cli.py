@@ -152,7 +152,10 @@ def _start_background(args, config, argv):
     if running is not None and _is_simulator(running):
         return _fail('a simulator already runs with pid %d (pid file %s); stop it with --stop --pidfile %s'
                      % (running, pidfile, pidfile))
+    # A new machine has none of these folders yet.
+    os.makedirs(os.path.dirname(pidfile), exist_ok=True)
     log_file = os.path.abspath(args.log_file or pidfile + '.log')
+    os.makedirs(os.path.dirname(log_file), exist_ok=True)
     ready_file = os.path.abspath(args.ready_file or pidfile + '.ready.json')
     child_args = _absolute_paths(_without_options(argv, ('--background',), ('--log-file', '--ready-file')))
     with open(log_file, 'ab') as log_handle:

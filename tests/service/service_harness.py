@@ -2,15 +2,19 @@
 # Copyright (c) azure_maintenance.scheduled_events contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Helpers for running the hook service daemon against the IMDS simulator (no pytest fixtures here).
+"""Helpers and fixtures running the hook service daemon against the IMDS simulator.
+
+Imported by name (``from service_harness import ...``), never as ``conftest``,
+so that every system-test folder can run in one pytest session; the folder's
+conftest.py only registers the fixtures defined here.
 
 The daemon under test is the one in the role (default) or the one the role
-installed (SCHEDULED_EVENTS_SERVICE_PROGRAM, SCHEDULED_EVENTS_SERVICE_PYTHON),
-so the integration target runs the same suite against the installed program.
-Everything binds ports the kernel chooses and writes below the test's own
-temporary directory.
+installed (SCHEDULED_EVENTS_SERVICE_PROGRAM, SCHEDULED_EVENTS_SERVICE_PYTHON), so the integration target
+runs this same suite against the installed program.
 """
 
+import copy
+import errno
 import json
 import os
 import signal
@@ -19,39 +23,88 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
-SIMULATOR_DIR = os.path.join(REPO_ROOT, 'tests', 'simulator')
-if SIMULATOR_DIR not in sys.path:
-    sys.path.insert(0, SIMULATOR_DIR)
+sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'simulator'))
+
+from imds_simulator.process import SimulatorProcess  # noqa: E402  (path set just above)
 
 PROGRAM = os.environ.get('SCHEDULED_EVENTS_SERVICE_PROGRAM') or os.path.join(
     REPO_ROOT, 'roles', 'scheduled_events_service', 'files', 'scheduled-events-service')
 PROGRAM_PYTHON = os.environ.get('SCHEDULED_EVENTS_SERVICE_PYTHON') or sys.executable
-
-VM_NAMES = ('WestNO_0', 'WestNO_1')
+# Port 0: the kernel chooses at start; the session then keeps those ports.
 WORLD = {
-    'vms': [{'name': name, 'listen': '127.0.0.1:0', 'group': 'westno'} for name in VM_NAMES],
+    'vms': [
+        {'name': 'WestNO_0', 'listen': '127.0.0.1:0', 'group': 'westno'},
+        {'name': 'WestNO_1', 'listen': '127.0.0.1:0', 'group': 'westno'},
+    ],
     # Tests poll four times a second; throttling is switched on by the test about it.
     'throttle': {'enabled': False, 'per_second': 5},
     'first_call_delay_seconds': 0,
 }
 
 
-def world_at(addresses):
-    """WORLD with each VM at the address it got at the first start, so a reset keeps the ports."""
-    world = json.loads(json.dumps(WORLD))
-    for vm in world['vms']:
-        vm['listen'] = addresses[vm['name']]
-    return world
+# The world with the ports the session's simulator was given (set at its start).
+_BOUND_WORLD = {}
 
 
-def unused_port():
-    """A loopback port nothing listens on (bound by the kernel's choice, then released)."""
-    probe = socket.socket()
-    probe.bind(('127.0.0.1', 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    return port
+def endpoint_of(vm_index):
+    """The Scheduled Events URL of VM ``vm_index`` of the session's simulator."""
+    if not _BOUND_WORLD:
+        raise RuntimeError('the simulator_process fixture has not started the simulator yet')
+    return 'http://%s/metadata/scheduledevents' % _BOUND_WORLD['vms'][vm_index]['listen']
+
+
+def unused_loopback_url(path='/metadata/scheduledevents'):
+    """A URL where nothing listens: a port that was bound, then closed, and is not listened on by anyone here.
+
+    Connections to it are refused; used only to test "IMDS unreachable", where
+    a port someone else takes meanwhile would still not answer like IMDS.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(('127.0.0.1', 0))
+        port = probe.getsockname()[1]
+    return 'http://127.0.0.1:%d%s' % (port, path)
+
+
+def retry_on_address_in_use(start, attempts=5):
+    """Call ``start()`` until it does not fail for a port taken meanwhile (OSError EADDRINUSE)."""
+    for attempt in range(attempts):
+        try:
+            return start()
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE or attempt == attempts - 1:
+                raise
+    raise AssertionError('unreachable')
+
+
+def free_loopback_port():
+    """A port free right now; only for programs that cannot bind port 0 themselves: retry on EADDRINUSE."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope='session')
+def simulator_process(tmp_path_factory):
+    """A simulator of our own on ports the kernel chose, stopped at the end."""
+    with SimulatorProcess(tmp_path_factory.mktemp('service-simulator'), config=WORLD,
+                          extra_args=['--log-level', 'WARNING']) as process:
+        bound = copy.deepcopy(WORLD)
+        for vm in bound['vms']:
+            vm['listen'] = process.ready['vms'][vm['name']]
+        _BOUND_WORLD.clear()
+        _BOUND_WORLD.update(bound)
+        yield process.control
+    _BOUND_WORLD.clear()
+
+
+@pytest.fixture
+def simulator(simulator_process):
+    """The simulator reset to the two-VM world (on the same ports all session)."""
+    simulator_process.reset(_BOUND_WORLD)
+    return simulator_process
 
 
 def wait_until(predicate, timeout, interval=0.05, what='condition'):
@@ -88,7 +141,7 @@ sys.exit(%(code)d)
 class Daemon(object):
     """One daemon under test: its configuration, hooks, process and records."""
 
-    def __init__(self, base_dir, endpoint):
+    def __init__(self, base_dir, vm_index=0):
         self.base_dir = str(base_dir)
         self.conf_dir = os.path.join(self.base_dir, 'etc')
         self.hooks_dir = os.path.join(self.conf_dir, 'hooks')
@@ -99,7 +152,7 @@ class Daemon(object):
         self.process = None
         self.log_handle = None
         self.config = {
-            'endpoint': endpoint,
+            'endpoint': endpoint_of(vm_index),
             'poll_interval': 0.25,
             'timeout': 2,
             'hooks_dir': self.hooks_dir,
@@ -230,6 +283,28 @@ class Daemon(object):
     def state(self):
         with open(self.state_file) as handle:
             return json.load(handle)
+
+
+@pytest.fixture
+def daemon_factory(tmp_path):
+    daemons = []
+
+    def make(vm_index=0, name='daemon'):
+        daemon = Daemon(tmp_path / name, vm_index)
+        daemons.append(daemon)
+        return daemon
+
+    os.chmod(str(tmp_path), 0o755)
+    yield make
+    for daemon in daemons:
+        if daemon.process is not None:
+            daemon.kill()
+        daemon.kill_running_hooks()
+
+
+@pytest.fixture
+def daemon(daemon_factory):
+    return daemon_factory()
 
 
 def approvals_of(control, event_id):
