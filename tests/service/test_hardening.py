@@ -33,7 +33,7 @@ def _no_traceback(text):
     ('timeout', float('inf'), 'Infinity is not a JSON number'),
     ('hook_timeout', float('nan'), 'NaN is not a JSON number'),
 ])
-def test_absurd_durations_are_refused_by_check_and_at_start(daemon, key, value, message):
+def test_absurd_durations_are_refused_by_check_and_at_start(simulator, daemon, key, value, message):
     daemon.write_config(**{key: value})  # json writes inf and nan as Infinity and NaN
     checked = daemon.run_command('--check')
     assert checked.returncode == 2 and message in checked.stderr and _no_traceback(checked.stderr), checked.stderr
