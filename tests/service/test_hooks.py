@@ -44,6 +44,8 @@ def test_every_phase_runs_in_order_with_the_event_data(simulator, daemon, event_
 
     calls = _one_per_phase(daemon, event_id)
     prepare = calls['prepare/10-first']
+    # Marks every process of this hook run, so that the timeout finds those that left its process group.
+    assert len(prepare['env'].pop('SE_HOOK_RUN_TOKEN')) == 32
     assert prepare['env'] == {
         'SE_PHASE': 'prepare', 'SE_EVENT_ID': event_id, 'SE_EVENT_TYPE': event_type, 'SE_EVENT_STATUS': 'Scheduled',
         'SE_EVENT_SOURCE': event_source, 'SE_RESOURCE_TYPE': 'VirtualMachine',
@@ -52,6 +54,7 @@ def test_every_phase_runs_in_order_with_the_event_data(simulator, daemon, event_
         'SE_DURATION_SECONDS': str(duration), 'SE_DESCRIPTION': prepare['stdin']['event']['description'],
         'SE_RESOURCES': 'WestNO_0,WestNO_1', 'SE_RESOURCE_NAME': 'WestNO_0', 'SE_IS_LEADER': 'true',
         'SE_AFFECTS_THIS_VM': 'true', 'SE_DOCUMENT_INCARNATION': str(prepare['stdin']['document_incarnation']),
+        'SE_TRUNCATED': '',
     }
     assert prepare['env']['SE_NOT_BEFORE'].endswith('Z') and prepare['env']['SE_NOT_BEFORE_RAW'].endswith(' GMT')
     stdin = prepare['stdin']

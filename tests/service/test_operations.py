@@ -74,14 +74,12 @@ def test_check_refuses_bad_settings_precisely(daemon, overrides, message):
     assert message in result.stderr, result.stderr
 
 
-def test_check_reports_invalid_json_and_missing_core(daemon):
+def test_check_reports_invalid_json(daemon):
     with open(daemon.config_path, 'w') as handle:
         handle.write('{"poll_interval": ')
     os.chmod(daemon.config_path, 0o644)
     result = daemon.run_command('--check')
     assert result.returncode == 2 and 'is not valid JSON' in result.stderr
-    result = daemon.run_command('--check', '--core-path', daemon.base_dir)
-    assert result.returncode == 2 and 'core' in result.stderr and 'was not found in %s' % daemon.base_dir in result.stderr
 
 
 # -- --once ------------------------------------------------------------------

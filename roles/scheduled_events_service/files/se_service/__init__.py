@@ -5,8 +5,8 @@
 """The Scheduled Events hook service daemon.
 
 Everything about the IMDS protocol comes from the collection's shared core,
-which ``core_loader`` imports as the package ``se_core``; this package only
-adds what a long-running poller needs (state, hooks, metrics, notifications).
+the subpackage ``se_service.core``; this package only adds what a
+long-running poller needs (policy, state, hooks, metrics, notifications).
 """
 
 VERSION = '0.1.0'

@@ -5,7 +5,8 @@
 """Command line: run the service, ``--check`` the configuration, or poll ``--once``.
 
 Exit statuses: 0 success, 1 IMDS could not be polled (``--once``), 2 the
-configuration, the hooks or the core are unusable.
+configuration, the hooks, the metrics address or the state directory are
+unusable.
 """
 
 import argparse
@@ -14,7 +15,6 @@ import json
 import sys
 
 from . import VERSION
-from .core_loader import CoreNotFoundError, load_core
 
 EXIT_OK = 0
 EXIT_POLL_FAILED = 1
@@ -26,9 +26,6 @@ def parse_arguments(argv):
         prog='scheduled-events-service',
         description='Polls Azure Scheduled Events, runs prepare/started/recover hooks and approves events by policy.')
     parser.add_argument('--config', default=None, help='configuration file (default: %(default)s)')
-    parser.add_argument('--core-path', default=None,
-                        help='directory of the Scheduled Events core files (default: se_core/ next to this program, '
-                             'else the collection\'s plugins/module_utils/)')
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument('--check', action='store_true',
                       help='validate the configuration and the hook directories, then exit (non-zero on problems)')
@@ -47,13 +44,16 @@ def _fail(message):
 
 def run_check(config_path):
     """Validate everything a start would need; print a summary."""
-    from .config import PHASES, ConfigError, load_config
+    from .config import PHASES, ConfigError, load_config, validate_loopback_listen
     from .hooks import check_hooks
+    from .metrics import MetricsListenError, check_listen_address
     from .security import InsecureFileError
     try:
         config = load_config(config_path)
         found = check_hooks(config['hooks_dir'], PHASES)
-    except (ConfigError, InsecureFileError) as exc:
+        if config['metrics']['listen']:
+            check_listen_address(*validate_loopback_listen(config['metrics']['listen']))
+    except (ConfigError, InsecureFileError, MetricsListenError) as exc:
         return _fail(str(exc))
     rules = config['approval']['rules']
     sys.stdout.write('configuration OK: %s\n' % config_path)
@@ -70,8 +70,8 @@ def run_check(config_path):
 
 def run_once(config_path, transport_preference):
     """Poll once and print the plan: events, hooks due, approval decisions."""
-    from se_core._se_errors import ScheduledEventsError
-    from se_core._se_select import annotate_event
+    from .core._se_errors import ScheduledEventsError
+    from .core._se_select import annotate_event
     from .config import ConfigError, load_config
     from .engine import Service
     from .hooks import list_hooks
@@ -120,7 +120,9 @@ def run_service(config_path, transport_preference):
     from .engine import Service
     from .hooks import check_hooks
     from .logs import configure_logging
+    from .metrics import MetricsListenError
     from .security import InsecureFileError
+    from .state import StateError, save_state
     try:
         config = load_config(config_path)
     except ConfigError as exc:
@@ -135,19 +137,29 @@ def run_service(config_path, transport_preference):
         # approvals that wait on prepare.
         logger.error('%s; that hook will be refused when its phase comes', exc)
     service = Service(config, config_path, logger, transport_preference)
+    try:
+        # Proven at once: a service that cannot remember which hooks ran
+        # would run them again after its next restart.
+        save_state(config['state_file'], service.state)
+    except StateError as exc:
+        logger.error('not starting: %s. Without its state the service would run hooks again after a restart.', exc)
+        return EXIT_CONFIG
     service.install_signal_handlers()
     try:
         return service.run()
     except KeyboardInterrupt:
         return service.shutdown()
+    except MetricsListenError as exc:
+        logger.error('not starting: %s', exc)
+        if service.runner is not None:
+            service.shutdown()  # started after all: let a hook finish and save the state
+        elif service.client is not None:
+            service.client.close()
+        return EXIT_CONFIG
 
 
-def main(program_dir, argv=None):
+def main(argv=None):
     arguments = parse_arguments(sys.argv[1:] if argv is None else argv)
-    try:
-        load_core(program_dir, arguments.core_path)
-    except CoreNotFoundError as exc:
-        return _fail(str(exc))
     from .config import DEFAULT_CONFIG_PATH
     config_path = arguments.config or DEFAULT_CONFIG_PATH
     if arguments.check:

@@ -18,8 +18,8 @@ import signal
 import threading
 import time
 
-from se_core._se_client import ImdsClient
-from se_core._se_errors import (
+from .core._se_client import ImdsClient
+from .core._se_errors import (
     ImdsHttpError,
     ImdsRedirectError,
     ImdsTimeoutError,
@@ -28,13 +28,13 @@ from se_core._se_errors import (
     RequestCancelledError,
     ScheduledEventsError,
 )
-from se_core._se_poller import ApprovalGate, Poller, incarnation_reset_message
-from se_core._se_select import event_id_key
+from .core._se_poller import ApprovalGate, Poller, incarnation_reset_message
+from .core._se_select import event_id_key
 
 from . import hooks as hook_runner
 from .config import PHASES, ConfigError, load_config, validate_loopback_listen
 from .logs import configure_logging
-from .metrics import Metrics, MetricsServer, write_textfile
+from .metrics import Metrics, MetricsListenError, MetricsServer, check_listen_address, write_textfile
 from .notify import EventLog, WebhookNotifier, make_record
 from .reconcile import (
     PHASE_PREPARE,
@@ -52,7 +52,7 @@ from .transport import build_transport
 # the poll interval if longer): short enough to catch a 30-second Preempt
 # notice, long enough to stop hammering an IMDS that asks for less. The
 # backoff, Retry-After, the identity lookup and change tracking are the
-# core's shared poller (se_core._se_poller).
+# core's shared poller (core._se_poller).
 MAX_ERROR_BACKOFF_SECONDS = 5.0
 # Hook output lines logged per hook run.
 OUTPUT_LOG_LINES = 200
@@ -150,7 +150,8 @@ class Service(object):
         webhook = self.config['webhook']
         if webhook['url']:
             self.webhook = WebhookNotifier(webhook['url'], webhook['headers'], webhook['retries'], webhook['timeout'],
-                                           self.logger)
+                                           self.logger, follow_redirects=webhook['follow_redirects'],
+                                           proxy=webhook['proxy'])
             self.webhook.start()
         self.event_log = EventLog(self.config['event_log']) if self.config['event_log'] else None
 
@@ -208,7 +209,9 @@ class Service(object):
         self.reload_requested.clear()
         try:
             config = load_config(self.config_path)
-        except ConfigError as exc:
+            if config['metrics']['listen'] and config['metrics']['listen'] != self.config['metrics']['listen']:
+                check_listen_address(*validate_loopback_listen(config['metrics']['listen']))
+        except (ConfigError, MetricsListenError) as exc:
             self.logger.error('reload refused, still running the previous configuration: %s', exc)
             return False
         try:
@@ -569,5 +572,8 @@ class Service(object):
         self._stop_outputs()
         if self.client is not None:
             self.client.close()
-        self.logger.info('stopped; state saved to %s', self.config['state_file'])
+        if self.dirty:
+            self.logger.error('stopped; the state could NOT be saved to %s (see the error above)', self.config['state_file'])
+        else:
+            self.logger.info('stopped; state saved to %s', self.config['state_file'])
         return 0

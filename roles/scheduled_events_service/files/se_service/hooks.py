@@ -7,17 +7,27 @@
 Hooks are executables in ``<hooks_dir>/<phase>/``, run one after another in
 lexical order of their names. They are started without a shell from an
 argument list holding only their own path: event fields reach them as JSON
-on stdin and as environment variables, never through a command line.
+on stdin (complete) and as environment variables (each cut at
+ENV_VALUE_LIMIT, since Linux refuses to start a program with a longer one),
+never through a command line.
+
+Each run is checked afresh: the hook, the file it resolves to and every
+folder above them. At its time limit the hook's process group gets SIGTERM,
+then SIGKILL, and so does every process still carrying the run's token in
+its environment (children that left the group with ``setsid``); output is no
+longer read past the time limit, whoever holds the pipe.
 """
 
+import binascii
 import json
 import os
+import selectors
 import signal
 import subprocess
-import threading
+import tempfile
 import time
 
-from .security import InsecureFileError, check_trusted
+from .security import InsecureFileError, check_trusted, check_trusted_chain
 
 # Names run-parts and package managers leave behind; they are never run.
 _IGNORED_SUFFIXES = ('~', '.disabled', '.dpkg-old', '.dpkg-dist', '.dpkg-new', '.dpkg-tmp', '.rpmnew', '.rpmsave',
@@ -26,6 +36,14 @@ _IGNORED_SUFFIXES = ('~', '.disabled', '.dpkg-old', '.dpkg-dist', '.dpkg-new', '
 OUTPUT_LIMIT_BYTES = 64 * 1024
 # Time a hook gets between SIGTERM and SIGKILL once its time is up.
 KILL_GRACE_SECONDS = 5.0
+# After the hook exits, how long output its leftover children write is still read.
+OUTPUT_DRAIN_SECONDS = 0.5
+# Longest value of one SE_* variable; Linux refuses any over 128 KiB
+# (MAX_ARG_STRLEN). Longer values are cut and named in SE_TRUNCATED; stdin
+# carries them whole.
+ENV_VALUE_LIMIT = 16 * 1024
+# Marks every process of one hook run, so that those that left its process group can be found.
+RUN_TOKEN_VARIABLE = 'SE_HOOK_RUN_TOKEN'
 
 OUTCOME_OK = 'ok'
 OUTCOME_FAILED = 'failed'
@@ -78,7 +96,7 @@ def check_hooks(hooks_dir, phases):
         check_trusted(directory, expect_directory=True)
         names = list_hooks(hooks_dir, phase)
         for name in names:
-            check_trusted(os.path.join(directory, name), require_executable=True)
+            check_trusted_chain(os.path.join(directory, name), require_executable=True)
         found[phase] = names
     return found
 
@@ -88,13 +106,26 @@ def _text(value):
     return ('' if value is None else str(value)).replace('\0', '')
 
 
+def _limited(environment):
+    """Cut SE_* values longer than ENV_VALUE_LIMIT bytes; name them in SE_TRUNCATED."""
+    truncated = []
+    for key, value in environment.items():
+        encoded = value.encode('utf-8', 'surrogateescape')
+        if len(encoded) > ENV_VALUE_LIMIT:
+            environment[key] = encoded[:ENV_VALUE_LIMIT].decode('utf-8', 'ignore')
+            truncated.append(key)
+    environment['SE_TRUNCATED'] = ','.join(sorted(truncated))
+    return environment
+
+
 def hook_environment(base_environment, phase, event, resource_name, document_incarnation):
     """The environment of a hook: the daemon's own plus the ``SE_*`` variables describing the event."""
     environment = dict((key, value) for key, value in base_environment.items()
-                       if key not in ('NOTIFY_SOCKET', 'LISTEN_FDS', 'LISTEN_PID', 'LISTEN_FDNAMES'))
+                       if key not in ('NOTIFY_SOCKET', 'LISTEN_FDS', 'LISTEN_PID', 'LISTEN_FDNAMES',
+                                      'CREDENTIALS_DIRECTORY', RUN_TOKEN_VARIABLE))
     environment.setdefault('PATH', '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin')
     duration = event.get('duration_in_seconds')
-    environment.update({
+    environment.update(_limited({
         'SE_PHASE': phase,
         'SE_EVENT_ID': _text(event.get('event_id')),
         'SE_EVENT_TYPE': _text(event.get('event_type')),
@@ -110,7 +141,7 @@ def hook_environment(base_environment, phase, event, resource_name, document_inc
         'SE_IS_LEADER': 'true' if event.get('is_leader') else 'false',
         'SE_AFFECTS_THIS_VM': 'true' if event.get('affects_this_vm') else 'false',
         'SE_DOCUMENT_INCARNATION': '' if document_incarnation is None else str(document_incarnation),
-    })
+    }))
     return environment
 
 
@@ -121,18 +152,6 @@ def hook_input(phase, event, resource_name, document_incarnation):
                        'document_incarnation': document_incarnation, 'event': event}, sort_keys=True).encode('utf-8')
 
 
-def _collect_output(stream, chunks):
-    kept = 0
-    while True:
-        data = stream.read(4096)
-        if not data:
-            break
-        if kept < OUTPUT_LIMIT_BYTES:
-            chunks.append(data[:OUTPUT_LIMIT_BYTES - kept])
-            kept += len(chunks[-1])
-    stream.close()
-
-
 def _signal_group(process, signum):
     try:
         os.killpg(process.pid, signum)
@@ -140,35 +159,108 @@ def _signal_group(process, signum):
         pass
 
 
+def processes_with_token(token, proc='/proc'):
+    """pids of the processes whose environment holds ``RUN_TOKEN_VARIABLE=token`` (Linux /proc)."""
+    marker = ('%s=%s' % (RUN_TOKEN_VARIABLE, token)).encode('ascii')
+    found = []
+    try:
+        names = os.listdir(proc)
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc, name, 'environ'), 'rb') as handle:
+                entries = handle.read().split(b'\0')
+        except OSError:
+            continue  # gone already, or not ours to read
+        if marker in entries:
+            found.append(int(name))
+    return found
+
+
+def _signal_run(process, token, signum):
+    """Signal the hook's process group and every process that carries its run token."""
+    _signal_group(process, signum)
+    for pid in processes_with_token(token):
+        try:
+            os.kill(pid, signum)
+        except OSError:
+            pass
+
+
+class _OutputReader(object):
+    """Reads a hook's output without blocking, keeping the first OUTPUT_LIMIT_BYTES."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.chunks = []
+        self.kept = 0
+        self.closed = False
+        os.set_blocking(stream.fileno(), False)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(stream, selectors.EVENT_READ)
+
+    def read_for(self, seconds):
+        """Read what arrives within ``seconds``; return early at end of output."""
+        end = time.monotonic() + max(0.0, seconds)
+        while not self.closed:
+            remaining = end - time.monotonic()
+            if not self.selector.select(max(0.0, remaining)):
+                if remaining <= 0:
+                    return
+                continue
+            try:
+                data = os.read(self.stream.fileno(), 65536)
+            except BlockingIOError:
+                continue
+            if not data:
+                self.close()
+                return
+            if self.kept < OUTPUT_LIMIT_BYTES:
+                self.chunks.append(data[:OUTPUT_LIMIT_BYTES - self.kept])
+                self.kept += len(self.chunks[-1])
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            self.selector.close()
+            self.stream.close()
+
+    def text(self):
+        return b''.join(self.chunks).decode('utf-8', 'replace')
+
+
+def _input_file(stdin_data):
+    """An unlinked temporary file holding ``stdin_data``: a hook may read it or not, at any size."""
+    handle = tempfile.TemporaryFile()
+    handle.write(stdin_data)
+    handle.flush()
+    handle.seek(0)
+    return handle
+
+
 def run_hook(path, stdin_data, environment, timeout, abort=None):
     """Run one hook to its end or its ``timeout``; return a HookResult.
 
-    ``abort`` (a threading.Event) ends the hook early, as at the timeout. The
-    hook gets its own process group so that what it started ends with it.
+    ``abort`` (a threading.Event) ends the hook early, as at the timeout.
+    The hook, what it resolves to and every folder above are checked first.
     """
     try:
-        check_trusted(path, require_executable=True)
+        check_trusted_chain(path, require_executable=True)
     except InsecureFileError as exc:
         return HookResult(OUTCOME_REFUSED, message='refused to run: %s' % exc)
+    token = binascii.hexlify(os.urandom(16)).decode('ascii')
+    environment = dict(environment, **{RUN_TOKEN_VARIABLE: token})
     started = time.monotonic()
     try:
-        process = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   cwd='/', env=environment, close_fds=True, start_new_session=True)
+        with _input_file(stdin_data) as stdin:
+            process = subprocess.Popen([path], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       cwd='/', env=environment, close_fds=True, start_new_session=True)
     except OSError as exc:
         return HookResult(OUTCOME_FAILED, message='could not start: %s' % (exc.strerror or exc))
-    chunks = []
-    reader = threading.Thread(target=_collect_output, args=(process.stdout, chunks), name='hook-output')
-    reader.daemon = True
-    reader.start()
-    try:
-        process.stdin.write(stdin_data)
-    except (BrokenPipeError, OSError):
-        pass  # a hook that does not read its input is fine
-    finally:
-        try:
-            process.stdin.close()
-        except OSError:
-            pass
+    output = _OutputReader(process.stdout)
     deadline = started + timeout
     timed_out = aborted = False
     while process.poll() is None:
@@ -178,24 +270,35 @@ def run_hook(path, stdin_data, environment, timeout, abort=None):
         if time.monotonic() >= deadline:
             timed_out = True
             break
-        try:
-            process.wait(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
-        except subprocess.TimeoutExpired:
-            pass
+        output.read_for(min(0.2, max(0.0, deadline - time.monotonic())))
+        if output.closed:
+            # Output ended; wait for the exit itself without spinning.
+            try:
+                process.wait(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                pass
     if timed_out or aborted:
-        _signal_group(process, signal.SIGTERM)
+        # Stop reading at the deadline: a child that kept the pipe open must
+        # not hold the service any longer.
+        output.close()
+        _signal_run(process, token, signal.SIGTERM)
         try:
             process.wait(timeout=KILL_GRACE_SECONDS)
         except subprocess.TimeoutExpired:
-            _signal_group(process, signal.SIGKILL)
-            process.wait()
-    reader.join(timeout=KILL_GRACE_SECONDS)
-    output = b''.join(chunks).decode('utf-8', 'replace')
+            pass
+        _signal_run(process, token, signal.SIGKILL)
+        process.wait()
+    else:
+        # Output written just before the exit is kept; a child left running
+        # with the pipe open is not waited for.
+        output.read_for(OUTPUT_DRAIN_SECONDS)
+        output.close()
     duration = time.monotonic() - started
+    text = output.text()
     if timed_out:
-        return HookResult(OUTCOME_TIMEOUT, process.returncode, output, duration, 'timed out after %.0f s' % timeout)
+        return HookResult(OUTCOME_TIMEOUT, process.returncode, text, duration, 'timed out after %.0f s' % timeout)
     if aborted:
-        return HookResult(OUTCOME_INTERRUPTED, process.returncode, output, duration, 'stopped: the service is shutting down')
+        return HookResult(OUTCOME_INTERRUPTED, process.returncode, text, duration, 'stopped: the service is shutting down')
     if process.returncode == 0:
-        return HookResult(OUTCOME_OK, 0, output, duration, 'exited 0')
-    return HookResult(OUTCOME_FAILED, process.returncode, output, duration, 'exited %d' % process.returncode)
+        return HookResult(OUTCOME_OK, 0, text, duration, 'exited 0')
+    return HookResult(OUTCOME_FAILED, process.returncode, text, duration, 'exited %d' % process.returncode)

@@ -50,14 +50,23 @@ class JsonLinesFormatter(logging.Formatter):
         return json.dumps(entry, sort_keys=True, default=str)
 
 
+def escape_line_breaks(text):
+    """``text`` on one line: backslash, CR and LF written as ``\\``, ``\\r``, ``\\n``.
+
+    Event fields come from IMDS; a line break in one must not forge a log
+    line of its own.
+    """
+    return text.replace('\\', '\\\\').replace('\r', '\\r').replace('\n', '\\n')
+
+
 class TextFormatter(logging.Formatter):
-    """``LEVEL message key=value ...``: what journald adds a time stamp to."""
+    """``LEVEL message key=value ...`` on one line: what journald adds a time stamp to."""
 
     def format(self, record):
         parts = ['%s %s' % (record.levelname, _message(record))]
         for key, value in sorted(_fields(record).items()):
             parts.append('%s=%s' % (key, json.dumps(value, default=str) if not isinstance(value, str) else value))
-        return ' '.join(parts)
+        return escape_line_breaks(' '.join(parts))
 
 
 def _journal_field(name, value):

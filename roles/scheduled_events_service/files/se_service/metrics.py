@@ -5,13 +5,17 @@
 """Metrics in the Prometheus text exposition format.
 
 Exposed through a node_exporter textfile (written atomically) and/or a small
-HTTP listener that only ever binds a loopback address.
+HTTP listener that only ever binds a loopback address. The listener serves
+each connection from a thread of its own with a time limit, so a client that
+connects and says nothing holds one thread for a few seconds, never the
+daemon.
 """
 
-import os
+import errno
 import socket
-import tempfile
 import threading
+
+from .atomic import write_atomically
 
 PREFIX = 'scheduled_events_service_'
 # Poll latencies of a healthy IMDS are milliseconds; the upper buckets catch
@@ -107,33 +111,64 @@ class Metrics(object):
         return '\n'.join(lines) + '\n'
 
 
+# How long a scrape connection may stay silent before it is closed.
+CONNECTION_TIMEOUT_SECONDS = 5.0
+
+
+class MetricsListenError(Exception):
+    """The metrics address cannot be listened on; the message says what to do."""
+
+
 def write_textfile(path, text):
     """Replace the textfile atomically: node_exporter must never read half a file."""
-    directory = os.path.dirname(path)
-    handle, temporary = tempfile.mkstemp(prefix='.scheduled_events.', suffix='.tmp', dir=directory)
+    write_atomically(path, text.encode('utf-8'), mode=0o644)
+
+
+def _is_our_listener(host, port, timeout=2.0):
+    """True when ``host:port`` answers /metrics with this service's metrics (a running instance)."""
+    import http.client
+    connection = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
-        with os.fdopen(handle, 'w') as stream:
-            stream.write(text)
-        os.chmod(temporary, 0o644)
-        os.rename(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
+        connection.request('GET', '/metrics')
+        return PREFIX.encode('ascii') in connection.getresponse().read(65536)
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        connection.close()
+
+
+def check_listen_address(host, port):
+    """Raise MetricsListenError unless ``host:port`` can be listened on, or a running instance of this service holds it."""
+    probe = socket.socket(socket.AF_INET6 if ':' in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        probe.bind((host, port))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE and _is_our_listener(host, port):
+            return
+        raise _listen_error(host, port, exc)
+    finally:
+        probe.close()
+
+
+def _listen_error(host, port, exc):
+    if exc.errno == errno.EADDRINUSE:
+        return MetricsListenError('metrics.listen %s:%d is already in use by another program; choose a free port '
+                                  '(ss -ltnp shows who holds it) or use metrics.textfile' % (host, port))
+    return MetricsListenError('metrics.listen %s:%d cannot be listened on (%s)' % (host, port, exc.strerror or exc))
 
 
 class MetricsServer(object):
-    """The loopback-only /metrics listener, served from a background thread."""
+    """The loopback-only /metrics listener: a thread per connection, each with a time limit."""
 
     def __init__(self, metrics, host, port):
         # Imported here: most installations never serve metrics, and the idle
         # service is meant to stay small.
-        from http.server import BaseHTTPRequestHandler, HTTPServer
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         class _MetricsHandler(BaseHTTPRequestHandler):
             server_version = 'scheduled-events-service'
+            # Applied to the connection's socket: a silent or slow client is dropped.
+            timeout = CONNECTION_TIMEOUT_SECONDS
 
             def do_GET(self):
                 if self.path.split('?', 1)[0] not in ('/metrics', '/'):
@@ -149,10 +184,16 @@ class MetricsServer(object):
             def log_message(self, *args):
                 """Scrapes are not worth a log line each."""
 
-        class _Server(HTTPServer):
+        class _Server(ThreadingHTTPServer):
             address_family = socket.AF_INET6 if ':' in host else socket.AF_INET
+            # Connection threads never delay a stop or a reload.
+            daemon_threads = True
+            block_on_close = False
 
-        self.server = _Server((host, port), _MetricsHandler)
+        try:
+            self.server = _Server((host, port), _MetricsHandler)
+        except OSError as exc:
+            raise _listen_error(host, port, exc)
         self.server.metrics = metrics
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={'poll_interval': 0.5},
                                        name='metrics-http')

@@ -7,6 +7,11 @@
 Each notable change (an event new, Started, gone, approved; a hook that
 failed) becomes one record. The webhook is sent from its own thread with
 retries, so a slow receiver never delays polling or hooks.
+
+The webhook's headers usually carry a secret (``Authorization``), so the
+client goes nowhere it was not told to: it ignores proxy variables unless
+``proxy`` names one, follows no redirect unless ``follow_redirects``, and
+even then never sends the configured headers to another origin.
 """
 
 import collections
@@ -14,6 +19,7 @@ import json
 import os
 import threading
 import time
+from urllib.parse import urljoin, urlsplit
 
 from . import VERSION
 
@@ -21,6 +27,33 @@ SOURCE = 'azure_maintenance.scheduled_events.service'
 # Records waiting for the webhook; beyond this the oldest are dropped (logged)
 # rather than letting memory grow while the receiver is down.
 QUEUE_LIMIT = 1000
+REDIRECT_CODES = (301, 302, 303, 307, 308)
+# Redirects followed for one delivery, when following is allowed at all.
+REDIRECT_LIMIT = 5
+_DEFAULT_PORTS = {'http': 80, 'https': 443}
+
+
+def origin_of(url):
+    """``(scheme, host, port)`` of ``url``: what must match for credentials to go along."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or '').lower(), parts.port or _DEFAULT_PORTS.get(scheme)
+
+
+def redirect_target(url, status, location, original_url, hops):
+    """Where a redirect answer leads, and whether the configured headers may go there.
+
+    Returns ``(next_url, keep_headers)``; raises ValueError when the redirect
+    must not be followed (not http(s), too many hops).
+    """
+    if status not in REDIRECT_CODES or not location:
+        raise ValueError('HTTP %d without a usable Location' % status)
+    if hops >= REDIRECT_LIMIT:
+        raise ValueError('more than %d redirects' % REDIRECT_LIMIT)
+    next_url = urljoin(url, location)
+    if urlsplit(next_url).scheme.lower() not in ('http', 'https'):
+        raise ValueError('redirect to a non-HTTP URL %s' % next_url)
+    return next_url, origin_of(next_url) == origin_of(original_url)
 
 
 def make_record(kind, resource_name, event=None, **detail):
@@ -50,15 +83,23 @@ class EventLog(object):
 
 
 class WebhookNotifier(object):
-    """POSTs records as JSON to ``url`` with ``headers``, retrying with backoff."""
+    """POSTs records as JSON to ``url`` with ``headers``, retrying with backoff.
 
-    def __init__(self, url, headers, retries, timeout, logger, backoff_base=1.0):
+    ``follow_redirects`` (off by default) re-POSTs to the Location of a
+    redirect, with the configured headers only while it stays on the URL's
+    origin; ``proxy`` (none by default) is the only proxy ever used.
+    """
+
+    def __init__(self, url, headers, retries, timeout, logger, backoff_base=1.0, follow_redirects=False, proxy=None):
         self.url = url
         self.headers = dict(headers or {})
         self.retries = retries
         self.timeout = timeout
         self.logger = logger
         self.backoff_base = backoff_base
+        self.follow_redirects = follow_redirects
+        self.proxy = proxy
+        self._opener = None
         self._queue = collections.deque()
         self._condition = threading.Condition()
         self._stopping = False
@@ -104,13 +145,40 @@ class WebhookNotifier(object):
                     self._queue.popleft()
                 self._condition.notify_all()
 
-    def _post(self, body):
+    def _get_opener(self):
         import urllib.request  # on use: the idle service is meant to stay small
-        headers = {'Content-Type': 'application/json', 'User-Agent': 'scheduled-events-service/%s' % VERSION}
-        headers.update(self.headers)
-        request = urllib.request.Request(self.url, data=body, headers=headers, method='POST')
-        with urllib.request.urlopen(request, timeout=self.timeout) as response:
-            return response.status
+
+        class _NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args):
+                return None  # the 3xx reaches _post as an HTTPError, decided there
+
+        if self._opener is None:
+            proxies = {'http': self.proxy, 'https': self.proxy} if self.proxy else {}
+            self._opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies), _NoRedirect)
+        return self._opener
+
+    def _post(self, body):
+        import urllib.error
+        import urllib.request
+        url, keep_headers, hops = self.url, True, 0
+        while True:
+            headers = {'Content-Type': 'application/json', 'User-Agent': 'scheduled-events-service/%s' % VERSION}
+            if keep_headers:
+                headers.update(self.headers)
+            request = urllib.request.Request(url, data=body, headers=headers, method='POST')
+            try:
+                with self._get_opener().open(request, timeout=self.timeout) as response:
+                    return response.status
+            except urllib.error.HTTPError as exc:
+                if exc.code not in REDIRECT_CODES:
+                    raise
+                exc.close()
+                if not self.follow_redirects:
+                    raise ValueError('HTTP %d redirect to %s not followed (webhook.follow_redirects is false)'
+                                     % (exc.code, exc.headers.get('Location')))
+                url, same_origin = redirect_target(url, exc.code, exc.headers.get('Location'), self.url, hops)
+                keep_headers = keep_headers and same_origin
+                hops += 1
 
     def _deliver(self, record):
         import urllib.error

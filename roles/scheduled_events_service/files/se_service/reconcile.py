@@ -13,9 +13,9 @@ what lets ``--once`` show what the daemon would do.
 
 import time
 
-from se_core._se_policy import PREPARE_FAILED, PREPARE_NOT_DONE, PREPARE_SUCCEEDED, approval_decision
-from se_core._se_poller import CHANGE_CHANGED, CHANGE_REMOVED, CHANGE_STARTED, track_changes
-from se_core._se_select import annotate_event, event_id_key
+from .policy import PREPARE_FAILED, PREPARE_NOT_DONE, PREPARE_SUCCEEDED, approval_decision
+from .core._se_poller import CHANGE_CHANGED, CHANGE_REMOVED, CHANGE_STARTED, track_changes
+from .core._se_select import annotate_event, event_id_key
 
 PHASE_PREPARE = 'prepare'
 PHASE_STARTED = 'started'

@@ -9,8 +9,8 @@ proxy variables (IMDS must be reached directly) and never follows redirects
 (IMDS does not redirect; a redirect means something answered in its place).
 """
 
-from se_core._se_errors import ImdsTimeoutError, ImdsUnreachableError
-from se_core._se_transport import HttpClientTransport, HttpResponse
+from .core._se_errors import ImdsTimeoutError, ImdsUnreachableError
+from .core._se_transport import HttpClientTransport, HttpResponse
 
 
 class RequestsTransport(object):

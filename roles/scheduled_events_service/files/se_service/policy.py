@@ -2,7 +2,7 @@
 # Copyright (c) azure_maintenance.scheduled_events contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Ordered approval rules of the hook service. Internal use only.
+"""Ordered approval rules of the hook service.
 
 A policy is an ordered list of rules; the first rule whose filters match an
 event decides what happens to it: approve at once, approve once every prepare
@@ -11,14 +11,10 @@ over normalized events, so the daemon, its ``--once`` dry run and the tests
 agree on every decision.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
-from ._se_approval import duration_qualifies
-from ._se_document import EVENT_SOURCES, EVENT_TYPES
-from ._se_errors import InvalidParameterError
-from ._se_select import affects, filter_events, is_approvable, is_leader
+from .core._se_approval import duration_qualifies
+from .core._se_document import EVENT_SOURCES, EVENT_TYPES
+from .core._se_errors import InvalidParameterError
+from .core._se_select import affects, filter_events, is_approvable, is_leader
 
 ACTION_APPROVE = 'approve'
 ACTION_APPROVE_AFTER_PREPARE = 'approve_after_prepare'

@@ -1,0 +1,73 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The metrics listener: idle clients wedge nothing, a taken port is said clearly."""
+
+import socket
+import threading
+import urllib.request
+
+import pytest
+
+from se_service.metrics import MetricsListenError, Metrics, MetricsServer, check_listen_address
+
+# Upper bound of any wait here, so a regression fails instead of hanging.
+LIMIT_SECONDS = 20
+
+
+@pytest.fixture
+def server():
+    metrics = Metrics()
+    metrics.add('polls_total', 3)
+    running = MetricsServer(metrics, '127.0.0.1', 0)
+    running.start()
+    yield running
+    running.stop()
+
+
+def scrape(address):
+    with urllib.request.urlopen('http://%s:%d/metrics' % address, timeout=LIMIT_SECONDS) as response:
+        return response.read().decode('utf-8')
+
+
+def test_an_idle_connection_does_not_block_scrapes_or_stop(server):
+    idle = socket.create_connection(server.address, timeout=LIMIT_SECONDS)
+    half = socket.create_connection(server.address, timeout=LIMIT_SECONDS)
+    half.sendall(b'GET /metrics HTTP/1.1\r\n')  # and never the rest
+    try:
+        assert 'scheduled_events_service_polls_total 3' in scrape(server.address)
+        stopper = threading.Thread(target=server.stop)
+        stopper.start()
+        stopper.join(LIMIT_SECONDS)
+        assert not stopper.is_alive(), 'stop() hung on an idle connection'
+    finally:
+        idle.close()
+        half.close()
+
+
+def test_a_port_held_by_another_program_is_refused_clearly():
+    holder = socket.socket()
+    holder.bind(('127.0.0.1', 0))
+    holder.listen(1)
+    port = holder.getsockname()[1]
+    try:
+        with pytest.raises(MetricsListenError, match=r'127\.0\.0\.1:%d is already in use by another program' % port):
+            check_listen_address('127.0.0.1', port)
+        with pytest.raises(MetricsListenError, match='already in use'):
+            MetricsServer(Metrics(), '127.0.0.1', port)
+    finally:
+        holder.close()
+
+
+def test_a_port_held_by_a_running_instance_of_the_service_passes_the_check(server):
+    # The role runs --check on a new configuration while the service runs.
+    check_listen_address(*server.address)
+
+
+def test_a_free_port_passes_the_check():
+    probe = socket.socket()
+    probe.bind(('127.0.0.1', 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    check_listen_address('127.0.0.1', port)
