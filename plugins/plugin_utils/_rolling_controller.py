@@ -177,7 +177,7 @@ def transitions_from(state):
 
 def new_state():
     """The controller state before the first round."""
-    return {'events': {}, 'hosts': {}, 'drain_seconds': [], 'last_change': None}
+    return {'events': {}, 'hosts': {}, 'drain_seconds': [], 'last_change': None, 'rounds': 0}
 
 
 def drain_lead_seconds(state, options):
@@ -600,6 +600,7 @@ class _Round(object):
     def run(self):
         self.apply_results()
         if self.observation is not None:
+            self.state['rounds'] = self.state.get('rounds', 0) + 1
             self.apply_observation()
         records = sorted(self.state['events'].values(), key=self.priority)
         # Events that need no capacity move first, so that what they free is
