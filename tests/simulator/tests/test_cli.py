@@ -127,3 +127,41 @@ def test_foreground_default_world_stops_on_sigterm_and_sigint(tmp_path):
             if process.poll() is None:
                 process.kill()
             process.communicate(timeout=10)
+
+
+def test_port_zero_everywhere_is_reported_in_the_ready_file(tmp_path, background):
+    start, pidfile = background
+    ready_file = tmp_path / 'ready.json'
+    config_path = tmp_path / 'world.json'
+    config_path.write_text(json.dumps({'vms': [{'name': 'any_0', 'listen': '127.0.0.1:0'},
+                                               {'name': 'any_1', 'listen': '127.0.0.1:0'}]}))
+    result = start('--config', str(config_path), '--control', '127.0.0.1:0', '--ready-file', str(ready_file))
+    assert result.returncode == 0, result.stderr
+    ready = json.loads(ready_file.read_text())
+    assert ready['pid'] == int(result.stdout.strip())
+    ports = {address.rpartition(':')[2] for address in ready['vms'].values()} | {ready['control'].rpartition(':')[2]}
+    assert len(ports) == 3 and '0' not in ports
+    control = SimulatorControl('http://' + ready['control'])
+    assert {vm['name']: vm['listen'] for vm in control.state()['vms']} == ready['vms']
+    for address in ready['vms'].values():
+        status, document = imds_get('http://' + address)
+        assert status == 200 and document['Events'] == []
+    assert run('--stop', '--pidfile', str(pidfile)).returncode == 0
+    assert not ready_file.exists()
+
+
+def test_simulator_process_helper_isolates_everything_in_its_folder(tmp_path):
+    from imds_simulator.process import SimulatorProcess
+    config = {'vms': [{'name': 'iso_0', 'listen': '127.0.0.1:0'}]}
+    with SimulatorProcess(tmp_path / 'one', config=config) as one, \
+            SimulatorProcess(tmp_path / 'two', config=config) as two:
+        assert one.endpoint('iso_0') != two.endpoint('iso_0')
+        one.control.create_event('Freeze', ['iso_0'])
+        assert len(imds_get(one.base_url('iso_0'))[1]['Events']) == 1
+        assert imds_get(two.base_url('iso_0'))[1]['Events'] == []
+        # A reset asking for port 0 again moves the VM to a new free port.
+        two.control.reset({'vms': [{'name': 'iso_0', 'listen': '127.0.0.1:0'}]})
+        assert imds_get(two.base_url('iso_0'))[0] == 200
+        pid = one.pid
+    assert not os.path.exists('/proc/%d' % pid) or b'imds' not in open('/proc/%d/cmdline' % pid, 'rb').read()
+    assert sorted(os.listdir(tmp_path)) == ['one', 'two']

@@ -22,7 +22,7 @@ GOOD_VM = {'name': 'vm0', 'listen': '127.0.0.1:18101'}
     ({'vms': [{'name': 'a'}]}, 'vms[0].listen'),
     ({'vms': [{'name': 'a', 'listen': '192.168.1.1:80'}]}, 'vms[0].listen'),
     ({'vms': [{'name': 'a', 'listen': 'localhost:80'}]}, 'vms[0].listen'),
-    ({'vms': [{'name': 'a', 'listen': '127.0.0.1:0'}]}, 'vms[0].listen'),
+    ({'vms': [{'name': 'a', 'listen': '127.0.0.1:70000'}]}, 'vms[0].listen'),
     ({'vms': [GOOD_VM, dict(GOOD_VM, listen='127.0.0.1:2')]}, 'vms[1].name'),
     ({'vms': [GOOD_VM, dict(GOOD_VM, name='b')]}, 'vms[1].listen'),
     ({'vms': [dict(GOOD_VM, platformUpdateDomain='one')]}, 'vms[0].platformUpdateDomain'),
