@@ -133,7 +133,7 @@ def rolling_reconcile(state, setup, options=None, hostvars=None, result_key=None
     return out
 
 
-def rolling_results(actions, hostvars, phase, fact='rolling_step'):
+def rolling_results(actions, hostvars, phase, fact='_rolling_step'):
     """What the hosts named in ``actions`` reported for ``phase`` (prepare or release).
 
     Each host sets ``fact`` to ``{action: error or ''}`` as it goes; an action

@@ -247,7 +247,7 @@ OBSOLETE_VARIABLES = {
 
 def check_variable_names(names, problems):
     """Report misspelled ``rolling_*`` variables as problems; return warnings about obsolete ones."""
-    warnings = []
+    warnings, unknown = [], []
     for name in sorted(set(str(item) for item in names if str(item).startswith('rolling_'))):
         if name in KNOWN_VARIABLES:
             continue
@@ -255,8 +255,10 @@ def check_variable_names(names, problems):
             warnings.append('%s is no longer used: %s' % (name, OBSOLETE_VARIABLES[name]))
             continue
         close = difflib.get_close_matches(name, KNOWN_VARIABLES, n=1)
-        problems.append('unknown variable %s%s; the rolling_* variables are: %s' % (
-            name, ' (did you mean %s?)' % close[0] if close else '', ', '.join(KNOWN_VARIABLES)))
+        unknown.append(name + (' (did you mean %s?)' % close[0] if close else ''))
+    if unknown:
+        problems.append('unknown variable(s) %s: the rolling_* prefix belongs to this playbook, whose variables '
+                        'are %s; rename your own variables' % (', '.join(unknown), ', '.join(KNOWN_VARIABLES)))
     return warnings
 
 

@@ -177,7 +177,7 @@ def transitions_from(state):
 
 def new_state():
     """The controller state before the first round."""
-    return {'events': {}, 'hosts': {}, 'drain_seconds': [], 'last_change': None, 'rounds': 0}
+    return {'events': {}, 'hosts': {}, 'resource_names': {}, 'drain_seconds': [], 'last_change': None, 'rounds': 0}
 
 
 def drain_lead_seconds(state, options):
@@ -298,6 +298,12 @@ class _Round(object):
     # -- observation ---------------------------------------------------------
 
     def apply_observation(self):
+        # A host's VM name is remembered: a host that does not answer this
+        # round still owns its VM, which is then not mistaken for a VM
+        # outside the run.
+        names = self.state.setdefault('resource_names', {})
+        names.update((host, name) for host, name in (self.observation.get('resource_names') or {}).items()
+                     if host in self.host_group and name)
         seen = {}
         for event in self.observation.get('events') or []:
             key = event_id_key(event.get('event_id'))
@@ -305,7 +311,7 @@ class _Round(object):
                 seen[key] = event
         for key, event in seen.items():
             record = self.state['events'].get(key)
-            hosts = [host for host in event.get('hosts') or [] if host in self.host_group]
+            hosts = self.hosts_of(event)
             if record is None:
                 if not hosts:
                     continue    # names no host of this run: someone else's event
@@ -323,6 +329,16 @@ class _Round(object):
             if any(self.answered(host) for host in record['seen_by']):
                 record['present'] = False
                 record['times']['gone'] = self.now
+
+    def hosts_of(self, event):
+        """The managed hosts whose VM is in the event's Resources, in Resources order."""
+        names = self.state.get('resource_names') or {}
+        hosts = []
+        for resource in event.get('resources') or []:
+            for host in sorted(names):
+                if same_resource(names[host], resource) and host not in hosts:
+                    hosts.append(host)
+        return hosts
 
     def _new_record(self, event):
         return {
@@ -346,7 +362,7 @@ class _Round(object):
             if not first and old != new and not (field == 'not_before' and not new):
                 record['changes'].append({'at': self.now, 'field': label, 'from': old, 'to': new})
                 self.say(record, 'Azure changed its %s from %s to %s' % (label, old, new))
-        names = self.observation.get('resource_names') or {}
+        names = self.state.get('resource_names') or {}
         record.update(event_type=event.get('event_type'), event_source=event.get('event_source'),
                       duration_in_seconds=event.get('duration_in_seconds'), status=event.get('event_status'),
                       resources=list(event.get('resources') or []), present=True,
@@ -432,6 +448,12 @@ class _Round(object):
                 self.move(record, 'gone', GONE)
             return
         if not record['present'] and record['times']['started'] is None:
+            if record['times']['approved'] is not None:
+                # Approved, then gone before a round saw it Started: it
+                # started when approved and is over already.
+                record['times']['started'] = record['times']['approved']
+                self.on_started(record)
+                return
             record['outcome'] = 'cancelled'
             self.move(record, 'gone_before_start', CANCELLED)
             return

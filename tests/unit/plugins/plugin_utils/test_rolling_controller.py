@@ -132,7 +132,7 @@ def _row_cases():
     foreign = ev('E1', ['web_0', 'partner_0'], not_before=T0 + 60)
     fail_approval = {'failing': {('approve', 'E1'): 'HTTP 400'}}
     return [
-        (('*', 'gone_before_start', rc.CANCELLED), [(0, [freeze]), (10, [])], {}),
+        (('*', 'gone_before_start', rc.CANCELLED), [(0, [foreign]), (10, [])], {}),
         (('*', 'started_undrained', rc.IN_IMPACT), [(0, [dict(started, event_type='Reboot')])], {}),
         (('*', 'started', rc.IN_IMPACT), [(0, [freeze]), (5, [started])], {}),
         (('*', 'hosts_added', rc.PENDING), [(0, [ev('E1', ['web_0'], not_before=T0 + 9000)]),
@@ -382,10 +382,20 @@ class TestHostsThatDoNotAnswer:
     def test_a_host_that_never_answers_is_verified_once_the_event_left(self):
         loop = Loop()
         started = dict(ev('E', ['web_0']), event_status='Started', not_before=None)
+        loop.round(T0 - 5, [])
         loop.round(T0, [ev('E', ['web_0'])], unknown=['w0'])
         loop.round(T0 + 5, [started], unknown=['w0'])
         loop.round(T0 + 600, [], unknown=['w0'])
         assert loop.did('verify') == ['w0']
+
+    def test_a_silent_host_keeps_its_vm_name(self):
+        # Its VM is not mistaken for one outside the run (which would stop the approval).
+        loop = Loop()
+        loop.round(T0 - 5, [])
+        loop.round(T0, [ev('E', ['web_0', 'web_1'])], unknown=['w0'])
+        assert loop.record('E')['hosts'] == ['w0', 'w1']
+        assert loop.record('E')['foreign_resources'] == []
+        assert loop.did('approve') == ['E']
 
     def test_impact_waits_for_the_announced_duration(self):
         loop = Loop()
@@ -469,6 +479,16 @@ class TestOutcomes:
         loop.round(T0 + 5, [])
         assert loop.did('undrain') == ['w0']
         assert rc.outcome_of(loop.record('C')) == 'cancelled'
+
+    def test_approved_then_gone_unseen_started_and_is_verified(self):
+        loop = Loop()
+        loop.round(T0, [ev('E', ['web_0'])])
+        loop.round(T0 + 5, [ev('E', ['web_0'])])
+        loop.round(T0 + 30, [])
+        record = loop.record('E')
+        assert record['outcome'] == 'approved'
+        assert record['times']['started'] == T0 + 5
+        assert loop.did('verify') == ['w0']
 
     def test_hardware_failure_appears_started(self):
         loop = Loop()
