@@ -102,6 +102,8 @@ def rolling_setup(maintenance_groups, inventory_groups, play_hosts, group_settin
             if host not in host_overrides:
                 host_overrides[host] = dict((key, _plain(variables.get(name)))
                                             for key, name in _HOST_TASK_VARIABLES.items())
+                # The VM name, when the inventory knows it, before the host answers.
+                host_overrides[host]['resource_name'] = _plain(variables.get('azure_scheduled_events_resource_name'))
         options['defined_variables'] = sorted(names)
     return build_setup(_plain(maintenance_groups), _mapping(inventory_groups, 'inventory_groups', 'rolling_setup'),
                        play_hosts, group_settings=_plain(group_settings), default_settings=_plain(default_settings),

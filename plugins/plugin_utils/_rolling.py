@@ -201,6 +201,8 @@ def build_setup(maintenance_groups, inventory_groups, play_hosts, group_settings
                     problems.append('host %s (group %s): %s %r does not exist (looked for %s); a bare name means '
                                     'a task file shipped in the collection\'s playbooks/tasks' % (host, group, key, value, path))
                 resolved[key] = path
+            if own.get('resource_name'):
+                resolved['resource_name'] = str(own['resource_name'])
             if resolved['drain_tasks'] and not resolved['undrain_tasks']:
                 one_way.append(host)
             result['hosts'][host] = resolved

@@ -302,6 +302,9 @@ class _Round(object):
         # round still owns its VM, which is then not mistaken for a VM
         # outside the run.
         names = self.state.setdefault('resource_names', {})
+        for host, info in self.setup['hosts'].items():
+            if info.get('resource_name') and host not in names:
+                names[host] = info['resource_name']
         names.update((host, name) for host, name in (self.observation.get('resource_names') or {}).items()
                      if host in self.host_group and name)
         seen = {}
@@ -376,9 +379,14 @@ class _Round(object):
         known = [name for host, name in names.items() if host in self.host_group and name]
         record['foreign_resources'] = [name for name in record['resources']
                                        if not any(same_resource(name, other) for other in known)]
+        # Any VM that sees the event can approve it for all; the leader (first
+        # of Resources) does when it answered this round, else another host
+        # that did, so a hung IMDS does not hold the approval up.
         leader = leader_of({'resources': record['resources']})
         leaders = [host for host in hosts if same_resource(names.get(host), leader)]
-        record['approver'] = (leaders or hosts or [None])[0]
+        candidates = leaders + hosts + [host for host in record['seen_by'] if host in self.host_group]
+        answering = [host for host in candidates if self.answered(host)]
+        record['approver'] = (answering or candidates or [None])[0]
 
     # -- decisions -------------------------------------------------------------
 
