@@ -62,8 +62,7 @@ def _epoch(now):
     if now is None or now == '':
         return time.time()
     if isinstance(now, datetime.datetime):
-        if now.tzinfo is None:
-            return (now - datetime.datetime(1970, 1, 1)).total_seconds()
+        # A naive datetime is local time, as now() gives it.
         return now.timestamp()
     try:
         return float(now)
@@ -157,6 +156,9 @@ def rolling_results(actions, hostvars, phase, fact='_rolling_step'):
             if name == 'approve':
                 for event_id in asked['approve']:
                     results['approve'][event_id] = error
+                    if not error and reported.get('approved_at') not in (None, ''):
+                        # When the POST was answered, not when the next round looked.
+                        results.setdefault('approved_at', {})[event_id] = _epoch(reported['approved_at'])
             else:
                 results[name][host] = error
     return results

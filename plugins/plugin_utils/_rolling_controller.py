@@ -274,7 +274,7 @@ class _Round(object):
             if error:
                 record['errors'].append('approval: %s' % error)
             elif record['times']['approved'] is None:
-                record['times']['approved'] = self.now
+                record['times']['approved'] = float((self.results.get('approved_at') or {}).get(event_id, self.now))
         for host, error in sorted((self.results.get('verify') or {}).items()):
             for record in self._records_with(host, (VERIFYING,)):
                 if error:
@@ -682,7 +682,7 @@ def reconcile(state, observation, results, now, setup, options=None):
     [merged fleet events]}`` (see :func:`observe`), or None when the call only
     records the ``results`` of actions taken earlier in the same round.
     ``results``: ``{'drain'|'verify'|'undrain': {host: error or ''},
-    'approve': {event_id: error or ''}}``. ``now``: epoch seconds.
+    'approve': {event_id: error or ''}, 'approved_at': {event_id: epoch}}``. ``now``: epoch seconds.
     ``setup``: the result of ``_rolling.build_setup``. ``options``: the
     ``rolling_*`` settings (event_types, event_sources, approve,
     allow_foreign_resources, over_budget, drain_lead_seconds).

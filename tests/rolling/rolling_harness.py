@@ -82,13 +82,16 @@ class RollingWorld:
     ``hanging``: VM names whose IMDS accepts connections and never answers.
     """
 
-    def __init__(self, workdir, groups, foreign=(), speed=1.0, hanging=(), drain_seconds=0.0):
+    def __init__(self, workdir, groups, foreign=(), speed=1.0, hanging=(), drain_seconds=0.0,
+                 names_in_inventory=False):
         self.workdir = os.path.abspath(str(workdir))
         self.groups = groups
         self.foreign = list(foreign)
         self.speed = speed
         self.hanging = list(hanging)
         self.drain_seconds = drain_seconds
+        # Whether the inventory gives each host's VM name (known before it answers).
+        self.names_in_inventory = names_in_inventory
         self.simulator = None
         self.report_dir = os.path.join(self.workdir, 'reports')
         self.steps_dir = os.path.join(self.workdir, 'steps')
@@ -157,6 +160,8 @@ class RollingWorld:
                 'system_test_steps_dir': self.steps_dir,
                 'system_test_step_seconds': self.drain_seconds,
             }
+            if self.names_in_inventory:
+                hosts[inventory_name(vm_name)]['azure_scheduled_events_resource_name'] = vm_name
         path = os.path.join(self.workdir, 'inventory.json')
         with open(path, 'w', encoding='utf-8') as handle:
             json.dump(inventory, handle, indent=1)

@@ -236,13 +236,9 @@ class RollingStage:
             'rolling_settle_seconds': 6,
             'rolling_poll_interval_seconds': 1,
             'rolling_time_budget_seconds': 900,
-            'rolling_event_timeout_seconds': 600,
             # The simulated clock runs ahead of real time, so NotBefore looks
-            # further away than it is; await whatever the notice says.
-            'rolling_await_limit_seconds': 10 ** 7,
-            # For the same reason every event counts as urgent: earliest
-            # NotBefore first, across groups.
-            'rolling_urgent_seconds': 10 ** 7,
+            # further away than it is: drain events that cannot be approved at once.
+            'rolling_drain_lead_seconds': 10 ** 7,
             'rolling_report_dir': self.report_dir,
         }
         extra.update(overrides)
