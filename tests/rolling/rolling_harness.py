@@ -83,7 +83,7 @@ class RollingWorld:
     """
 
     def __init__(self, workdir, groups, foreign=(), speed=1.0, hanging=(), drain_seconds=0.0,
-                 names_in_inventory=False):
+                 names_in_inventory=False, forks=20):
         self.workdir = os.path.abspath(str(workdir))
         self.groups = groups
         self.foreign = list(foreign)
@@ -92,6 +92,7 @@ class RollingWorld:
         self.drain_seconds = drain_seconds
         # Whether the inventory gives each host's VM name (known before it answers).
         self.names_in_inventory = names_in_inventory
+        self.forks = forks
         self.simulator = None
         self.report_dir = os.path.join(self.workdir, 'reports')
         self.steps_dir = os.path.join(self.workdir, 'steps')
@@ -190,7 +191,7 @@ class RollingWorld:
 
     def ansible_env(self):
         env = dict(os.environ)
-        env.update(ANSIBLE_COLLECTIONS_PATH=collections_path(self.workdir), ANSIBLE_FORKS='20',
+        env.update(ANSIBLE_COLLECTIONS_PATH=collections_path(self.workdir), ANSIBLE_FORKS=str(self.forks),
                    ANSIBLE_HOST_KEY_CHECKING='False', ANSIBLE_NOCOLOR='1', ANSIBLE_RETRY_FILES_ENABLED='False',
                    ANSIBLE_LOCALHOST_WARNING='False', ANSIBLE_DEPRECATION_WARNINGS='False',
                    ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_DISPLAY_OK_HOSTS='false',
@@ -325,16 +326,25 @@ class RollingWorld:
             else:
                 limits[group] = int(value)
         steps = self.steps()
+        # A Preempt or Terminate deletes the VM: from its start on, the host
+        # has left the group rather than being out of it.
+        kinds = dict((event_id, event['type']) for event_id, event in self.events().items())
+        deleted = dict((managed[vm], start) for start, _end, vm, event_id in impacts
+                       if vm in managed and kinds.get(event_id) in ('Preempt', 'Terminate'))
         moments = sorted(set([at for entries in steps.values() for at, _step in entries]
                              + [start for start, _end, _vm, _id in impacts]))
         problems = []
         for moment in moments:
             out = dict((group, set()) for group in self.groups)
             for host in group_of:
+                if host in deleted and deleted[host] <= moment:
+                    continue
                 if self.drained_at(host, moment):
                     out[group_of[host]].add(host)
             for start, end, vm, _event_id in impacts:
                 host = managed.get(vm)
+                if host and host in deleted and deleted[host] <= moment:
+                    continue
                 if host and start <= moment and (end is None or moment < end):
                     out[group_of[host]].add(host)
             for group, hosts in out.items():
