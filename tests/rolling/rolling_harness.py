@@ -134,7 +134,7 @@ class RollingWorld:
         for vm in self.hanging:
             self.hang(vm)
 
-    def hang(self, vm, seconds=3600, count=100000):
+    def hang(self, vm, seconds=300, count=100000):
         """The VM's IMDS accepts the connection and answers nothing for ``seconds`` (a hung IMDS)."""
         self.control.add_fault('delay', vm=vm, path=None, count=count, delay_seconds=seconds)
 
