@@ -57,7 +57,8 @@ def baseline_read(world, forks):
     env = world.ansible_env()
     env['ANSIBLE_FORKS'] = str(forks)
     command = [os.path.join(os.path.dirname(sys.executable), 'ansible'), 'all', '-i', inventory, '-o',
-               '-m', 'azure_maintenance.scheduled_events.scheduled_events_info']
+               '-m', 'azure_maintenance.scheduled_events.scheduled_events_info',
+               '-a', 'endpoint={{ azure_scheduled_events_endpoint }} timeout=5 retries=1']
     started = time.time()
     result = subprocess.run(command, env=env, cwd=world.workdir, capture_output=True, text=True, timeout=600,
                             check=False)

@@ -52,6 +52,29 @@ def collections_path(workdir):
     return parent
 
 
+def run_streaming(command, env, cwd, log_path, timeout=600, echo=False):
+    """Run ``command`` with its output going to ``log_path`` (and this process's stdout with ``echo``);
+    kill it after ``timeout`` seconds. Returns its exit code."""
+    started = time.time()
+    with open(log_path, 'w', encoding='utf-8') as log:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, env=env, cwd=cwd, text=True)
+        try:
+            for line in process.stdout:
+                log.write(line)
+                if echo:
+                    sys.stdout.write(line)
+                    sys.stdout.flush()
+                if time.time() - started > timeout:
+                    process.kill()
+            process.wait(timeout=30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+    return process.returncode
+
+
 def _epoch(text):
     return None if not text else parse_iso(text)
 
@@ -211,32 +234,18 @@ class RollingWorld:
         command = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', inventory, PLAYBOOK,
                    '-e', '@' + extra_path] + list(extra_args)
         started = time.time()
-        lines = []
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   env=self.ansible_env(), cwd=self.workdir, text=True)
-        try:
-            for line in process.stdout:
-                lines.append(line)
-                if echo:
-                    sys.stdout.write(line)
-                    sys.stdout.flush()
-                if time.time() - started > timeout:
-                    process.kill()
-            process.wait(timeout=30)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait(10)
+        log_path = os.path.join(self.workdir, 'playbook_%d.log' % self.runs)
+        returncode = run_streaming(command, self.ansible_env(), self.workdir, log_path, timeout=timeout, echo=echo)
+        with open(log_path, encoding='utf-8') as handle:
+            lines = handle.readlines()
         finished = time.time()
-        with open(os.path.join(self.workdir, 'playbook_%d.log' % self.runs), 'w', encoding='utf-8') as handle:
-            handle.writelines(lines)
         report = None
         new = sorted(name for name in (os.listdir(self.report_dir) if os.path.isdir(self.report_dir) else [])
                      if name.endswith('.json') and name not in before)
         if new:
             with open(os.path.join(self.report_dir, new[-1]), encoding='utf-8') as handle:
                 report = json.load(handle)
-        return PlaybookRun(process.returncode, ''.join(lines), report, finished - started, started, finished)
+        return PlaybookRun(returncode, ''.join(lines), report, finished - started, started, finished)
 
     # -- what happened ----------------------------------------------------------
     def steps(self):

@@ -28,6 +28,10 @@ PLAYBOOK = 'azure_maintenance.scheduled_events.rolling_maintenance'
 
 if SIMULATOR_DIR not in sys.path:
     sys.path.insert(0, SIMULATOR_DIR)
+ROLLING_TESTS_DIR = os.path.join(COLLECTION_ROOT, 'tests', 'rolling')
+if ROLLING_TESTS_DIR not in sys.path:
+    sys.path.insert(0, ROLLING_TESTS_DIR)
+from rolling_harness import collections_path, run_streaming  # noqa: E402,F401 pylint: disable=wrong-import-position
 from imds_simulator.control_client import ControlError, SimulatorControl  # noqa: E402 pylint: disable=wrong-import-position
 
 GROUPS = {
@@ -85,20 +89,6 @@ def maintenance_scenario():
 
 def scenario_event_ids():
     return [step['event_id'] for step in maintenance_scenario()]
-
-
-def collections_path(workdir):
-    """A directory where ansible finds this checkout as azure_maintenance.scheduled_events."""
-    parts = COLLECTION_ROOT.split(os.sep)
-    if len(parts) >= 3 and parts[-3] == 'ansible_collections':
-        return os.sep.join(parts[:-3])
-    parent = os.path.join(workdir, 'collections')
-    namespace = os.path.join(parent, 'ansible_collections', 'azure_maintenance')
-    os.makedirs(namespace, exist_ok=True)
-    link = os.path.join(namespace, 'scheduled_events')
-    if not os.path.islink(link):
-        os.symlink(COLLECTION_ROOT, link)
-    return parent
 
 
 class RollingStage:
@@ -271,23 +261,8 @@ class RollingStage:
         log_path = os.path.join(self.workdir, log_name)
         started = time.time()
         command = [playbook_bin, '-i', inventory, PLAYBOOK, '-e', '@' + extra] + list(extra_args)
-        with open(log_path, 'w') as log:
-            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, env=self.ansible_env(), cwd=self.workdir, text=True)
-            try:
-                for line in process.stdout:
-                    log.write(line)
-                    if echo:
-                        sys.stdout.write(line)
-                        sys.stdout.flush()
-                    if time.time() - started > timeout:
-                        process.kill()
-                process.wait(timeout=30)
-            finally:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait(10)
-        return process.returncode, log_path, time.time() - started
+        code = run_streaming(command, self.ansible_env(), self.workdir, log_path, timeout=timeout, echo=echo)
+        return code, log_path, time.time() - started
 
     # -- reading what happened ----------------------------------------------
     def latest_report(self):
