@@ -170,6 +170,9 @@ def rolling_report(state, run=None):
     for key in ('started', 'finished'):
         if run.get(key) not in (None, ''):
             run[key] = _epoch(run[key])
+    if run.get('started') is not None and run.get('finished') is None:
+        # The report is written as the run ends.
+        run['finished'] = _epoch(None)
     return build_report(_mapping(state, 'state', 'rolling_report'), run)
 
 

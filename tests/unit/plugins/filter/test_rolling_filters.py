@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import time
 
 import pytest
 
@@ -16,6 +17,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling import (
     rolling_reconcile,
+    rolling_report,
     rolling_results,
     rolling_setup,
 )
@@ -95,3 +97,9 @@ def test_bad_input_says_what_is_expected():
         rolling_results({}, {}, 'finish')
     with pytest.raises(AnsibleFilterError, match='hostvars must be given'):
         rolling_reconcile(None, setup(), result_key='info')
+
+
+def test_a_run_without_events_lasts_until_the_report_is_written():
+    report = rolling_report({'events': {}}, {'started': '%.3f' % (time.time() - 30), 'finished': None})
+    assert 29 <= report['run']['wall_seconds'] <= 600
+    assert report['run']['summary'] == 'succeeded: 0 event(s)'
