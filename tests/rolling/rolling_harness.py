@@ -254,9 +254,11 @@ class RollingWorld:
         for name in sorted(os.listdir(self.steps_dir)):
             with open(os.path.join(self.steps_dir, name), encoding='utf-8') as handle:
                 for line in handle:
-                    if line.strip():
+                    try:
                         entry = json.loads(line)
-                        steps.setdefault(entry['host'], []).append((float(entry['at']), entry['step']))
+                    except ValueError:
+                        continue    # empty, or being written while a test looks
+                    steps.setdefault(entry['host'], []).append((float(entry['at']), entry['step']))
         for entries in steps.values():
             entries.sort()
         return steps
