@@ -98,7 +98,7 @@ def measure(size, forks, idle_rounds):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('--sizes', default='10,50,100')
     parser.add_argument('--forks', type=int, default=50)
     parser.add_argument('--idle-rounds', type=int, default=4)

@@ -300,7 +300,7 @@ class TestOverBudget:
     def test_left_undrained_says_so_every_round(self, choice, outcome, failing):
         loop = Loop(make_setup(db=1), over_budget=choice)
         for second in (0, 5, 10):
-            first, _ = loop.round(T0 + second, self.events)
+            first, dummy = loop.round(T0 + second, self.events)
             assert any('can never fit' in line and 'will start undrained at NotBefore' in line
                        for line in first['warnings'])
         assert loop.did('drain') == []
@@ -524,7 +524,7 @@ class TestOutcomes:
         for second, events in ((0, [ev('E', ['web_0'])]), (5, [started]), (20, [started])):
             _first, second_out = loop.round(T0 + second, events)
             assert not second_out['settled']
-        first, _ = loop.round(T0 + 25, [started])
+        first, dummy = loop.round(T0 + 25, [started])
         assert first['settled']
 
 
