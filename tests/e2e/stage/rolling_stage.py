@@ -67,8 +67,10 @@ def maintenance_scenario():
     frozen, undrained server to fail requests past HAProxy's 1 s server
     time-out."""
     def step(label, event_id, event_type, resources, **fields):
+        # Events stay Started for Azure's typical 10 minutes, so a controller
+        # that reads every few seconds sees every one of them start.
         step = {'label': label, 'action': 'create_event', 'event_id': event_id, 'event_type': event_type,
-                'resources': resources, 'impact_seconds': 40, 'linger_seconds': 50}
+                'resources': resources, 'impact_seconds': 40, 'linger_seconds': 600}
         step.update(fields)
         if 'after_removed' not in step:
             step.setdefault('at_seconds', 0)
@@ -82,8 +84,7 @@ def maintenance_scenario():
         step('user_reboot', USER_REBOOT, 'Reboot', ['api_1'], at_seconds=10, event_source='User'),
         step('foreign', FOREIGN_FREEZE, 'Freeze', ['api_3', FOREIGN_VM[0]], at_seconds=20, duration_seconds=30,
              impact_seconds=30),
-        step('hardware_failure', HARDWARE_FAILURE, 'Reboot', ['web_5'], at_seconds=60, hardware_failure=True,
-             linger_seconds=120),
+        step('hardware_failure', HARDWARE_FAILURE, 'Reboot', ['web_5'], at_seconds=60, hardware_failure=True),
     ]
 
 
@@ -223,7 +224,9 @@ class RollingStage:
             'maintenance_groups': list(GROUPS),
             'rolling_group_settings': settings,
             'rolling_approve': approve,
-            'rolling_settle_seconds': 6,
+            # Longer than an event stays in the document after it started
+            # (50 s here), so the run sees the next update domain arrive.
+            'rolling_settle_seconds': 60,
             'rolling_poll_interval_seconds': 1,
             'rolling_time_budget_seconds': 900,
             # The simulated clock runs ahead of real time, so NotBefore looks
