@@ -655,6 +655,11 @@ class _Round(object):
                 approve.setdefault(record['approver'], []).append(record['event_id'])
             elif record['state'] == VERIFYING:
                 for host in record['hosts']:
+                    # A host another event is still about to impact (or
+                    # impacting) is verified after that one.
+                    if any(other is not record and other['state'] in (DRAINING, APPROVING, AWAITING_START, IN_IMPACT)
+                           and host in other['hosts'] for other in events):
+                        continue
                     if host not in record['verified_hosts'] and host not in record['failed_hosts'] \
                             and host not in verify:
                         verify.append(host)

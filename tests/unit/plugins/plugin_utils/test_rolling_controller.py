@@ -538,8 +538,9 @@ def test_a_host_in_two_events_is_undrained_after_the_last():
     loop.round(T0 + 5, [started_a, second_event])
     loop.round(T0 + 20, [started_a, second_event])
     loop.round(T0 + 25, [started_a, second_event])
-    assert loop.did('undrain') == []
-    assert loop.record('A')['state'] == rc.UNDRAINING
+    assert loop.did('undrain') == [] and loop.did('verify') == []
+    # Verified once B, still to come on the same host, is over.
+    assert loop.record('A')['state'] == rc.VERIFYING
 
 
 def test_actions_name_only_the_hosts_concerned():
@@ -553,3 +554,18 @@ def test_approver_is_the_leader_host():
     loop = Loop()
     _first, second = loop.round(T0, [ev('E', ['web_1', 'web_0'])])
     assert second['actions']['approve'] == {'w1': ['E']}
+
+
+def test_a_host_is_verified_only_once_no_other_event_is_about_to_impact_it():
+    loop = Loop()
+    freeze, reboot = ev('A', ['web_0', 'web_1']), ev('B', ['web_1'], 'Reboot', source='User')
+    loop.round(T0, [freeze, reboot])
+    started_a = dict(freeze, event_status='Started', not_before=None)
+    loop.round(T0 + 5, [started_a, reboot])
+    loop.round(T0 + 20, [started_a, reboot])
+    # web_0 is verified for A; web_1 waits for B, which has not started yet.
+    assert loop.did('verify') == ['w0']
+    started_b = dict(reboot, event_status='Started', not_before=None)
+    loop.round(T0 + 25, [started_a, started_b])
+    loop.round(T0 + 40, [started_a, started_b])
+    assert sorted(loop.did('verify')) == ['w0', 'w1']
