@@ -180,6 +180,10 @@ class ArmClient(object):
         self.throttled_waits = 0
         self.requests = 0
 
+    def renew(self):
+        """Start a new ``timeout`` budget, for the next operation of a long wait."""
+        self.deadline = self.monotonic() + self.timeout
+
     def token(self):
         if self._token is None:
             self._token = self._get_token()
@@ -196,6 +200,10 @@ class ArmClient(object):
             raise ArmError('%s asks to wait %.1f s, past the deadline (timeout %.0f s); raise timeout or read '
                            'fewer scopes' % (why, seconds, self.timeout))
         self.throttled_waits += 1
+        self._sleep(seconds)
+
+    def pause(self, seconds):
+        """Sleep between two polls of a wait (not a throttling wait)."""
         self._sleep(seconds)
 
     def post(self, path, api_version, payload):
