@@ -69,6 +69,33 @@ notes:
     VMs, availability sets or scale sets (or their resource group or subscription), and the resources must publish
     their events to Event Grid and Resource Graph (C(scheduledEventsPolicy)); see the collection's
     docs/fleet_plane.md.
-  - These modules call Azure, not the VMs. Run them on the controller (C(delegate_to: localhost), C(run_once: true))
-    or on any host with network access to Azure Resource Manager.
+  - "These modules call Azure, not the VMs. Run them on the controller (C(delegate_to: localhost), C(run_once: true))
+    or on any host with network access to Azure Resource Manager."
+'''
+
+    # The options choosing what the fleet modules read from Resource Graph.
+    FLEET_SCOPE = r'''
+options:
+  subscriptions:
+    description:
+      - The subscription ids to read. Without them, every subscription the identity can read.
+    type: list
+    elements: str
+    aliases: [subscription_ids]
+  resource_groups:
+    description:
+      - Only events of resources in these resource groups (compared without case).
+    type: list
+    elements: str
+  resource_names:
+    description:
+      - Only events owned by these VMs or scale sets, by their ARM resource name (compared without case). Events of a
+        scale-set instance belong to the scale set.
+    type: list
+    elements: str
+  page_size:
+    description:
+      - Rows per Resource Graph page, 1 to 1000.
+    type: int
+    default: 1000
 '''

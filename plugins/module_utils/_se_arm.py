@@ -23,10 +23,10 @@ import time
 from ._se_errors import InvalidParameterError, ScheduledEventsError
 
 try:
-    from urllib.error import HTTPError, URLError
-    from urllib.request import Request, urlopen
+    from urllib.error import HTTPError
+    from urllib.request import Request, build_opener
 except ImportError:  # pragma: no cover - Python 2 has no place on the controller
-    HTTPError = URLError = Request = urlopen = None
+    HTTPError = Request = build_opener = None
 
 # Cloud name (as azure.azcollection's cloud_environment) -> (ARM endpoint, Entra ID authority host).
 CLOUDS = {
@@ -149,7 +149,9 @@ def _default_send(url, body, headers, timeout):
     """POST ``body`` (bytes); ``(status, headers with lower-case names, body bytes)``; OSError when no answer."""
     request = Request(url, data=body, headers=headers)
     try:
-        response = urlopen(request, timeout=timeout)
+        # The default handlers: proxy settings from the environment apply, as
+        # ARM is reached like any public HTTPS service.
+        response = build_opener().open(request, timeout=timeout)
     except HTTPError as exc:
         return exc.code, dict((key.lower(), value) for key, value in (exc.headers or {}).items()), exc.read()
     try:

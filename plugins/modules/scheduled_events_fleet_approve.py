@@ -25,6 +25,7 @@ author:
   - azure_maintenance.scheduled_events contributors (!UNKNOWN)
 extends_documentation_fragment:
   - azure_maintenance.scheduled_events.azure_arm
+  - azure_maintenance.scheduled_events.azure_arm.fleet_scope
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -39,22 +40,6 @@ attributes:
     membership:
       - azure_maintenance.scheduled_events.fleet_plane
 options:
-  subscriptions:
-    description:
-      - The subscription ids to read the events from. Without them, every subscription the identity can read.
-    type: list
-    elements: str
-    aliases: [subscription_ids]
-  resource_groups:
-    description:
-      - Only events of resources in these resource groups (compared without case).
-    type: list
-    elements: str
-  resource_names:
-    description:
-      - Only events owned by these VMs or scale sets, by ARM resource name (compared without case).
-    type: list
-    elements: str
   vm_names:
     description:
       - With filters, only events whose C(Resources) name one of these VMs (compared without case); the fleet
@@ -122,11 +107,6 @@ options:
         per user, shared with every other task of the same identity.
     type: float
     default: 5
-  page_size:
-    description:
-      - Rows per Resource Graph page, 1 to 1000.
-    type: int
-    default: 1000
 notes:
   - When an event ends or is cancelled between the read and the acknowledge (HTTP 404 or 409), it is skipped with
     reason V(gone) and the others are still acknowledged.

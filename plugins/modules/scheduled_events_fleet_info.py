@@ -26,6 +26,7 @@ author:
   - azure_maintenance.scheduled_events contributors (!UNKNOWN)
 extends_documentation_fragment:
   - azure_maintenance.scheduled_events.azure_arm
+  - azure_maintenance.scheduled_events.azure_arm.fleet_scope
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -40,23 +41,6 @@ attributes:
     membership:
       - azure_maintenance.scheduled_events.fleet_plane
 options:
-  subscriptions:
-    description:
-      - The subscription ids to read. Without them, every subscription the identity can read.
-    type: list
-    elements: str
-    aliases: [subscription_ids]
-  resource_groups:
-    description:
-      - Only events of resources in these resource groups (compared without case).
-    type: list
-    elements: str
-  resource_names:
-    description:
-      - Only events owned by these VMs or scale sets, by their ARM resource name (compared without case). Events of a
-        scale-set instance belong to the scale set.
-    type: list
-    elements: str
   vm_names:
     description:
       - Only events whose C(Resources) name one of these VMs (compared without case). Scale-set instances are named
@@ -85,11 +69,6 @@ options:
       - Only events with these C(EventSource)s, C(Platform) or C(User) (compared without case).
     type: list
     elements: str
-  page_size:
-    description:
-      - Rows per Resource Graph page, 1 to 1000.
-    type: int
-    default: 1000
 notes:
   - Resource Graph's data lags the platform by seconds; a status just changed may show on the next read.
 seealso:
