@@ -153,9 +153,10 @@ events:
       description: Seconds until C(NotBefore) (negative once passed), null without one.
       type: int
     arm_id:
-      description: The ARM id of the event (its first row).
+      description:
+        - The ARM id of the event (its first row), such as
+          C(/subscriptions/SUB/resourcegroups/RG/providers/Microsoft.Compute/virtualMachines/VM/providers/Microsoft.Maintenance/scheduledevents/ID).
       type: str
-      sample: /subscriptions/8d10da13-8125-4ba9-a717-bf7490507b3d/resourcegroups/rg-web/providers/Microsoft.Compute/virtualMachines/web-0/providers/Microsoft.Maintenance/scheduledevents/C7061BAC-AFDC-4513-B24B-AA5F13A16123
     arm_ids:
       description: Every ARM id of the event, one per VM or scale set owning it.
       type: list
@@ -204,6 +205,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
     read_fleet,
     select_fleet_events,
 )
+
 
 def module_argument_spec():
     spec = dict(ARM_ARGUMENT_SPEC)

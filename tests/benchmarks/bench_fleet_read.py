@@ -150,8 +150,8 @@ def main():
           '(%.1f ms per VM; %.1f s extrapolated to 1,000 VMs)' % (args.imds_vms, imds, imds / args.imds_vms * 1000,
                                                                   imds / args.imds_vms * 1000))
     met = figures[1000] < TARGET_SECONDS
-    print('target: fleet read of 1,000 VMs under %.0f s: %.3f s, %s' % (TARGET_SECONDS, figures[1000],
-                                                                       'met' if met else 'NOT met'))
+    print('target: fleet read of 1,000 VMs under %.0f s: %.3f s, %s'
+          % (TARGET_SECONDS, figures[1000], 'met' if met else 'NOT met'))
     return 0
 
 

@@ -161,8 +161,8 @@ def _choices(value, known, option):
     if isinstance(value, str):
         value = [item.strip() for item in value.split(',') if item.strip()]
     if not isinstance(value, (list, tuple)) or not value:
-        raise InvalidParameterError('%s must be a non-empty list taken from %s, got %r' % (option, ', '.join(known),
-                                                                                          value))
+        raise InvalidParameterError('%s must be a non-empty list taken from %s, got %r'
+                                    % (option, ', '.join(known), value))
     wanted = []
     for item in value:
         item = str(item).strip().lower()
