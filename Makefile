@@ -13,7 +13,7 @@ TARGETS ?=
 SIMULATOR_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help bootstrap test units simulator-tests sanity integration system-tests build benchmark simulator demo clean ci-fresh load-test
+.PHONY: help bootstrap test units simulator-tests sanity integration system-tests fleet-tests build benchmark simulator demo clean ci-fresh load-test
 
 help: ## list the targets
 	@echo "Usage: make TARGET"
@@ -45,6 +45,9 @@ integration: bootstrap ## ansible-test integration, local; TARGETS="a b" picks t
 
 system-tests: bootstrap ## service daemon, EDA/ansible-rulebook, ansible-builder, HAProxy e2e, ansible-runner
 	bash $(TOOLING)/run-system-tests.sh
+
+fleet-tests: bootstrap ## fleet-plane modules against the simulator's ARM facade (pytest tests/fleet)
+	bash $(TOOLING)/run-fleet-tests.sh
 
 build: bootstrap ## build and install the tarball, then ansible-doc every plugin from it
 	bash $(TOOLING)/build-check.sh

@@ -29,6 +29,7 @@ Run alone:  .venv/bin/python tests/benchmarks/bench_fleet_read.py [--runs 5] [--
 from __future__ import absolute_import, division, print_function
 
 import argparse
+import importlib
 import os
 import statistics
 import sys
@@ -38,8 +39,9 @@ import time
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'simulator'))
 sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'unit'))
+# The unit tests' conftest makes ansible_collections.azure_maintenance.scheduled_events importable.
+importlib.import_module('conftest')
 # pylint: disable=wrong-import-position
-import conftest  # noqa: E402,F401  makes ansible_collections.azure_maintenance.scheduled_events importable
 from imds_simulator.arm_server import ArmFacade  # noqa: E402
 from imds_simulator.clock import SimClock  # noqa: E402
 from imds_simulator.config import validate_config  # noqa: E402
@@ -134,7 +136,7 @@ def time_imds(vm_count, runs):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('--runs', type=int, default=5)
     parser.add_argument('--imds-vms', type=int, default=100)
     args = parser.parse_args()

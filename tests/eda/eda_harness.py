@@ -7,7 +7,6 @@ context manager that started it, by its own pid or process group.
 """
 
 import datetime
-import json
 import os
 import re
 import shutil

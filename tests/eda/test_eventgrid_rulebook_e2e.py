@@ -22,6 +22,7 @@ from imds_simulator.process import SimulatorProcess
 STARTUP_TIMEOUT = 120.0
 ACTION_TIMEOUT = 90.0
 
+
 def free_port():
     with socket.socket() as probe:
         probe.bind(('127.0.0.1', 0))

@@ -54,7 +54,7 @@ def resource_info(status='Scheduled', not_before='Mon, 11 Apr 2022 22:26:58 GMT'
 
 
 def event_grid(info, time_text='2026-01-01T00:00:00Z'):
-    return [{'id': 'x', 'topic': '/subscriptions/sub-1', 'subject': ARM_ID.split('/providers/Microsoft.M')[0],
+    return [{'id': 'x', 'topic': '/subscriptions/sub-1', 'subject': ARM_ID.split('/providers/Microsoft.M', maxsplit=1)[0],
              'eventType': EMITTED, 'eventTime': time_text, 'dataVersion': '1', 'metadataVersion': '1',
              'data': {'resourceInfo': info, 'operationalInfo': {'resourceEventTime': time_text}}}]
 

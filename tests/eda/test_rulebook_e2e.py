@@ -24,6 +24,7 @@ STARTUP_TIMEOUT = 120.0
 ACTION_TIMEOUT = 90.0
 QUIET_SECONDS = 4.0
 
+
 def new_event_id():
     return str(uuid.uuid4()).upper()
 
