@@ -19,6 +19,11 @@ collection's IMDS client, as an IMDS-based observe step must (the real one
 does it through Ansible, with connection and module start-up on top, so
 this baseline is the cheapest IMDS can be).
 
+Also at 1,000 VMs, the whole module as a task runs it: ``ansible localhost
+-m scheduled_events_fleet_info`` (median of --runs), next to ``ansible
+localhost -m ansible.builtin.ping`` in the same conditions, which is what
+Ansible itself costs for one task.
+
 Target: a fleet-plane read of 1,000 VMs under 5 s (the issue's goal for a
 whole round). Figures are printed with whether the target is met; the
 script does not fail on the target.
@@ -30,8 +35,11 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import importlib
+import json
 import os
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -39,6 +47,8 @@ import time
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'simulator'))
 sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'unit'))
+# After tests/unit, whose conftest (not this folder's) is the one imported below.
+sys.path.append(os.path.join(REPO_ROOT, 'tests', 'fleet'))
 # The unit tests' conftest makes ansible_collections.azure_maintenance.scheduled_events importable.
 importlib.import_module('conftest')
 # pylint: disable=wrong-import-position
@@ -50,6 +60,7 @@ from imds_simulator.impact import ImpactRunner  # noqa: E402
 from imds_simulator.logs import SequencedLog  # noqa: E402
 from imds_simulator.simulator import Simulator  # noqa: E402
 from imds_simulator.world import World  # noqa: E402
+from fleet_harness import link_collection  # noqa: E402
 
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm import ArmClient  # noqa: E402
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_client import (  # noqa: E402
@@ -93,7 +104,40 @@ def fleet_round(endpoint):
     return fleet, select_fleet_events(fleet['events'], event_statuses=['Scheduled'])
 
 
-def time_fleet(vm_count, runs):
+def run_ansible(collections, module, args):
+    """Seconds one ``ansible localhost -m module`` took; SystemExit if it failed."""
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_LOCALHOST_WARNING='0',
+               ANSIBLE_INVENTORY_UNPARSED_WARNING='0')
+    command = [os.path.join(os.path.dirname(sys.executable), 'ansible'), 'localhost', '-c', 'local', '-e',
+               'ansible_python_interpreter=' + sys.executable, '-m', module]
+    if args:
+        command += ['-a', json.dumps(args)]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=False)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit('%s failed:\n%s%s' % (module, done.stdout[-2000:], done.stderr[-2000:]))
+    return seconds
+
+
+def time_module(facade, runs):
+    """Medians of the fleet module and of ping run by ``ansible``, alternating."""
+    parent = tempfile.mkdtemp(prefix='bench-fleet-collections-')
+    try:
+        collections = link_collection(parent)
+        fleet_args = {'management_endpoint': facade.url, 'bearer_token': TOKEN}
+        module = 'azure_maintenance.scheduled_events.scheduled_events_fleet_info'
+        run_ansible(collections, module, fleet_args)
+        fleet, ping = [], []
+        for dummy in range(runs):
+            fleet.append(run_ansible(collections, module, fleet_args))
+            ping.append(run_ansible(collections, 'ansible.builtin.ping', None))
+        return statistics.median(fleet), statistics.median(ping)
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def time_fleet(vm_count, runs, with_module=False):
     simulator = HeadlessSimulator(vm_count)
     facade = ArmFacade(simulator, '127.0.0.1:0', {'tokens': {TOKEN: ['ScheduledEventContributor']}, 'quota': None})
     facade.start()
@@ -108,7 +152,8 @@ def time_fleet(vm_count, runs):
             started = time.perf_counter()
             fleet_round(facade.url)
             timings.append(time.perf_counter() - started)
-        return statistics.median(timings), fleet['pages']
+        module = time_module(facade, runs) if with_module else None
+        return statistics.median(timings), fleet['pages'], module
     finally:
         facade.stop()
 
@@ -143,10 +188,14 @@ def main():
     tempfile.tempdir = tempfile.mkdtemp(prefix='bench-fleet-')
     print('fleet read through Resource Graph (simulator ARM facade, loopback), median of %d rounds:' % args.runs)
     figures = {}
+    module = None
     for vm_count in FLEET_SIZES:
-        seconds, pages = time_fleet(vm_count, args.runs)
+        seconds, pages, timed = time_fleet(vm_count, args.runs, with_module=vm_count == FLEET_SIZES[-1])
+        module = timed or module
         figures[vm_count] = seconds
         print('  %5d VMs, %4d events, %d page(s): %.3f s' % (vm_count, vm_count // 2, pages, seconds))
+    print('the task at %d VMs, ansible localhost -m scheduled_events_fleet_info: %.3f s; ansible.builtin.ping in the '
+          'same conditions: %.3f s (Ansible\'s own cost)' % (FLEET_SIZES[-1], module[0], module[1]))
     imds = time_imds(args.imds_vms, args.runs)
     print('baseline, IMDS read VM by VM (collection client, keep-alive, no Ansible), %d VMs: %.3f s '
           '(%.1f ms per VM; %.1f s extrapolated to 1,000 VMs)' % (args.imds_vms, imds, imds / args.imds_vms * 1000,
