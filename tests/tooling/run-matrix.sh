@@ -30,7 +30,9 @@ MATRIX_REQUIREMENTS="${REPO_ROOT}/tests/requirements/matrix.txt"
 PLUGIN_TARGETS="module_scheduled_events_info module_scheduled_events_approve lookup_scheduled_events filter_scheduled_events"
 
 MATRIX_JOBS=(
-    "2.16 sanity bash tests/tooling/run-sanity.sh"
+    # pylint is left to the newest core: on a shared 2-core machine it alone takes minutes,
+    # and its verdict is about style, not about what the older core accepts.
+    "2.16 sanity bash tests/tooling/run-sanity.sh --skip-test pylint"
     "2.16 integration bash tests/tooling/run-integration.sh"
     "2.17 plugins bash tests/tooling/run-integration.sh ${PLUGIN_TARGETS}"
     "2.18 plugins bash tests/tooling/run-integration.sh ${PLUGIN_TARGETS}"
