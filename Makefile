@@ -15,7 +15,7 @@ SIMULATOR_ARGS ?=
 MATRIX_JOBS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help bootstrap test units simulator-tests sanity integration system-tests build lint docs matrix benchmark simulator demo clean
+.PHONY: help bootstrap test units simulator-tests sanity integration system-tests build lint docs matrix benchmark simulator demo clean ci-fresh load-test
 
 help: ## list the targets
 	@echo "Usage: make TARGET"
@@ -24,8 +24,14 @@ help: ## list the targets
 bootstrap: ## install missing Debian packages, create/update .venv, prepare ansible-test
 	bash $(TOOLING)/bootstrap.sh
 
-test: bootstrap ## run every stage: units, simulator-tests, sanity, integration, build
+test: bootstrap ## run every stage (two lanes side by side): units, simulator, system tests | sanity, integration, build
 	bash $(TOOLING)/run-all.sh
+
+ci-fresh: ## run .ci/run on a fresh clone of HEAD with an empty HOME and TMPDIR, as a new machine would
+	bash $(TOOLING)/ci-fresh.sh
+
+load-test: bootstrap ## the system tests 3 times in a row while every core is kept busy (ROUNDS=n)
+	bash $(TOOLING)/run-under-load.sh
 
 units: bootstrap ## unit tests (pytest tests/unit)
 	bash $(TOOLING)/run-units.sh

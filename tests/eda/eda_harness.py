@@ -19,18 +19,11 @@ import time
 import yaml
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SIMULATOR_SCRIPT = os.path.join(REPO_ROOT, 'tests', 'simulator', 'imds-simulator')
-# The runners stop every simulator whose pidfile is left here (tests/tooling/stop_simulators.py).
-SIMULATOR_RUN_DIR = '/tmp/azure-maintenance-simulator'
 SOURCE_FQCN = 'azure_maintenance.scheduled_events.scheduled_events'
 JAVA_PACKAGE = 'openjdk-17-jre-headless'
 
-# This helper's own loopback ports, so it never meets another test's simulator.
-CONTROL_PORT = 18579
-FIRST_VM_PORT = 18581
-
 sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'simulator'))
-from imds_simulator.control_client import SimulatorControl  # noqa: E402  pylint: disable=wrong-import-position
+from imds_simulator.process import SimulatorProcess, SimulatorStartError  # noqa: E402  pylint: disable=wrong-import-position
 
 
 class HarnessError(Exception):
@@ -131,57 +124,40 @@ def write_yaml(path, data):
 
 # --- the simulator --------------------------------------------------------------------------------------------
 
-def vm_endpoint(port):
-    return 'http://127.0.0.1:%d/metadata/scheduledevents' % port
-
-
 def simulator_world(vm_names, group='westno'):
-    """A simulator config with ``vm_names`` in one availability set, on this helper's ports."""
-    return {'vms': [{'name': name, 'listen': '127.0.0.1:%d' % (FIRST_VM_PORT + index), 'group': group}
-                    for index, name in enumerate(vm_names)]}
+    """A simulator config with ``vm_names`` in one availability set, each on a port the kernel chooses."""
+    return {'vms': [{'name': name, 'listen': '127.0.0.1:0', 'group': group} for name in vm_names]}
 
 
 class Simulator(object):
-    """The IMDS simulator in the background on this helper's control port; stopped on exit."""
+    """The IMDS simulator in the background, on free ports, with its files in ``work_dir``; stopped on exit."""
 
     def __init__(self, work_dir, vm_names=('WestNO_0', 'WestNO_1'), name='eda'):
-        self.work_dir = work_dir
-        self.name = name
         self.vm_names = list(vm_names)
-        self.config_path = os.path.join(work_dir, 'simulator-%s.json' % name)
-        self.pidfile = os.path.join(SIMULATOR_RUN_DIR, '%s.pid' % name)
-        self.control = SimulatorControl('http://127.0.0.1:%d' % CONTROL_PORT)
-        self.world = simulator_world(self.vm_names)
+        self.process = SimulatorProcess(work_dir, config=simulator_world(self.vm_names), name='simulator-%s' % name)
+        self.control = None
+        self.world = None
 
     def endpoint(self, vm_name):
-        return vm_endpoint(FIRST_VM_PORT + self.vm_names.index(vm_name))
+        return 'http://%s/metadata/scheduledevents' % self.process.ready['vms'][vm_name]
 
     def __enter__(self):
-        os.makedirs(SIMULATOR_RUN_DIR, exist_ok=True)
-        with open(self.config_path, 'w', encoding='utf-8') as handle:
-            json.dump(self.world, handle)
-        self._stop_leftover()
-        result = subprocess.run([sys.executable, SIMULATOR_SCRIPT, '--config', self.config_path,
-                                 '--control', '127.0.0.1:%d' % CONTROL_PORT, '--background', '--pidfile', self.pidfile,
-                                 '--log-file', os.path.join(self.work_dir, 'simulator-%s.log' % self.name)],
-                                capture_output=True, text=True, timeout=60, check=False)
-        if result.returncode != 0:
-            raise HarnessError('the IMDS simulator did not start: %s %s' % (result.stdout, result.stderr))
-        self.control.wait_until_up(timeout=20)
+        try:
+            self.process.start()
+        except SimulatorStartError as exc:
+            raise HarnessError('the IMDS simulator did not start: %s' % exc) from None
+        self.control = self.process.control
+        # Resets keep the ports chosen at start, so endpoints stay valid.
+        self.world = simulator_world(self.vm_names)
+        for vm in self.world['vms']:
+            vm['listen'] = self.process.ready['vms'][vm['name']]
         return self
-
-    def _stop_leftover(self):
-        # A simulator left by an interrupted run of this same test holds the ports.
-        if os.path.exists(self.pidfile):
-            subprocess.run([sys.executable, SIMULATOR_SCRIPT, '--stop', '--pidfile', self.pidfile],
-                           capture_output=True, timeout=60, check=False)
 
     def reset(self):
         self.control.reset(self.world)
 
     def __exit__(self, *exc_info):
-        subprocess.run([sys.executable, SIMULATOR_SCRIPT, '--stop', '--pidfile', self.pidfile],
-                       capture_output=True, timeout=60, check=False)
+        self.process.stop()
 
     def polls_of(self, vm_name):
         return [entry for entry in self.control.log(vm=vm_name)

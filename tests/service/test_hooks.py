@@ -6,7 +6,7 @@
 
 import pytest
 
-from conftest import wait_until
+from service_harness import wait_until
 
 ALL_PHASES = ['%s/%s' % (phase, name) for phase in ('prepare', 'started', 'recover')
               for name in ('10-first', '20-second')]

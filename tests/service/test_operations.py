@@ -14,10 +14,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from conftest import approvals_of, wait_until
-
-METRICS_PORT = 18495
-WEBHOOK_PORT = 18496
+from service_harness import approvals_of, free_loopback_port, unused_loopback_url, wait_until
 
 
 # -- --check -----------------------------------------------------------------
@@ -111,10 +108,11 @@ def test_once_prints_what_it_would_do_and_does_nothing(simulator, daemon):
 
 
 def test_once_fails_clearly_when_imds_is_unreachable(daemon):
-    daemon.write_config(endpoint='http://127.0.0.1:18498/metadata/scheduledevents', resource_name='vm0')
+    endpoint = unused_loopback_url()
+    daemon.write_config(endpoint=endpoint, resource_name='vm0')
     result = daemon.run_command('--once')
     assert result.returncode == 1
-    assert 'IMDS unreachable at http://127.0.0.1:18498' in result.stderr
+    assert 'IMDS unreachable at %s' % endpoint.rsplit('/metadata', 1)[0] in result.stderr
 
 
 # -- signals -----------------------------------------------------------------
@@ -174,10 +172,25 @@ def test_sighup_reloads_the_configuration_and_keeps_it_when_broken(simulator, da
 
 # -- metrics -----------------------------------------------------------------
 
-def _scrape():
+def _scrape(port):
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with opener.open('http://127.0.0.1:%d/metrics' % METRICS_PORT, timeout=5) as response:
+    with opener.open('http://127.0.0.1:%d/metrics' % port, timeout=5) as response:
         return response.read().decode('utf-8'), response.headers['Content-Type']
+
+
+def _start_with_metrics_port(daemon, attempts=5, **metrics):
+    """Start the daemon serving metrics on a free port; another port if one was taken meanwhile."""
+    for dummy in range(attempts):
+        port = free_loopback_port()
+        daemon.write_config(metrics=dict(metrics, listen='127.0.0.1:%d' % port))
+        try:
+            daemon.start()
+            return port
+        except AssertionError:
+            if 'Address already in use' not in daemon.log_text():
+                raise
+            daemon.stop()
+    raise AssertionError('no free metrics port in %d attempts' % attempts)
 
 
 def test_metrics_on_loopback_and_in_a_textfile(simulator, daemon):
@@ -185,16 +198,14 @@ def test_metrics_on_loopback_and_in_a_textfile(simulator, daemon):
     os.makedirs(os.path.dirname(textfile))
     daemon.add_hook('prepare', '10-ok')
     daemon.add_hook('prepare', '20-fails', exit_code=1)
-    daemon.write_config(metrics={'listen': '127.0.0.1:%d' % METRICS_PORT, 'textfile': textfile,
-                                 'textfile_interval': 1},
-                        approval={'rules': [{'event_sources': ['User'], 'action': 'approve'}]})
-    daemon.start()
+    daemon.write_config(approval={'rules': [{'event_sources': ['User'], 'action': 'approve'}]})
+    port = _start_with_metrics_port(daemon, textfile=textfile, textfile_interval=1)
     simulator.create_event('Freeze', ['WestNO_0'])
-    wait_until(lambda: 'hooks_failed_total{phase="prepare"} 1' in _scrape()[0], 15, what='first event metrics')
+    wait_until(lambda: 'hooks_failed_total{phase="prepare"} 1' in _scrape(port)[0], 15, what='first event metrics')
     simulator.create_event('Reboot', ['WestNO_0', 'WestNO_1'], event_source='User')
-    wait_until(lambda: 'hooks_failed_total{phase="prepare"} 2' in _scrape()[0]
-               and 'approvals_total 1' in _scrape()[0], 15, what='metrics')
-    text, content_type = _scrape()
+    wait_until(lambda: 'hooks_failed_total{phase="prepare"} 2' in _scrape(port)[0]
+               and 'approvals_total 1' in _scrape(port)[0], 15, what='metrics')
+    text, content_type = _scrape(port)
     assert content_type.startswith('text/plain; version=0.0.4')
     for line in ('scheduled_events_service_events_seen_total{affects_this_vm="true",event_status="Scheduled",'
                  'event_type="Freeze"} 1',
@@ -208,7 +219,7 @@ def test_metrics_on_loopback_and_in_a_textfile(simulator, daemon):
     assert 'scheduled_events_service_poll_duration_seconds_count' in text
     wait_until(lambda: os.path.exists(textfile) and 'approvals_total 1' in open(textfile).read(), 10,
                what='textfile')
-    assert listening_sockets(daemon.process.pid) == [('127.0.0.1', METRICS_PORT)]
+    assert listening_sockets(daemon.process.pid) == [('127.0.0.1', port)]
     assert daemon.stop() == 0
     assert oct(os.stat(textfile).st_mode & 0o777) == '0o644'
 
@@ -273,7 +284,7 @@ class _Receiver(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def webhook_receiver():
-    server = HTTPServer(('127.0.0.1', WEBHOOK_PORT), _Receiver)
+    server = HTTPServer(('127.0.0.1', 0), _Receiver)
     server.attempts = 0
     server.received = []
     thread = threading.Thread(target=server.serve_forever, kwargs={'poll_interval': 0.1})
@@ -288,7 +299,7 @@ def test_webhook_and_event_log_hear_about_events(simulator, daemon, webhook_rece
     event_log = os.path.join(daemon.base_dir, 'log', 'events.jsonl')
     daemon.add_hook('prepare', '10-fails', exit_code=2)
     daemon.write_config(event_log=event_log, approval={'rules': [{'action': 'approve'}]},
-                        webhook={'url': 'http://127.0.0.1:%d/hook' % WEBHOOK_PORT,
+                        webhook={'url': 'http://127.0.0.1:%d/hook' % webhook_receiver.server_port,
                                  'headers': {'Authorization': 'Bearer s3cret'}, 'retries': 2, 'timeout': 2})
     daemon.start()
     event_id = simulator.create_event('Freeze', ['WestNO_0'])

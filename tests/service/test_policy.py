@@ -8,7 +8,7 @@ import calendar
 import os
 import time
 
-from conftest import approvals_of, wait_until
+from service_harness import approvals_of, wait_until
 
 RULES = [
     {'name': 'user actions', 'event_sources': ['User'], 'action': 'approve'},

@@ -8,7 +8,7 @@ import os
 import signal
 import time
 
-from conftest import approvals_of, wait_until
+from service_harness import approvals_of, unused_loopback_url, wait_until
 
 NEVER = {'rules': [], 'default_action': 'never'}
 
@@ -147,7 +147,7 @@ def test_incarnation_reset_after_disable_is_survived(simulator, daemon):
 
 
 def test_unreachable_imds_is_logged_and_polling_goes_on(simulator, daemon):
-    daemon.write_config(endpoint='http://127.0.0.1:18499/metadata/scheduledevents', resource_name='WestNO_0')
+    daemon.write_config(endpoint=unused_loopback_url(), resource_name='WestNO_0')
     daemon.start()
     wait_until(lambda: [e for e in daemon.log_entries() if e.get('error_kind') == 'unreachable'], 10,
                what='unreachable logged')

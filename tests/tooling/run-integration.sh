@@ -2,15 +2,15 @@
 # ansible-test integration on a staged copy of the collection, run locally (no
 # containers) with the .venv's Python. Arguments are target names (all targets
 # when none) or extra ansible-test options.
-# Simulators the targets start are stopped afterwards through their pidfiles in
-# /tmp/azure-maintenance-simulator/ (the convention is described in stop_simulators.py).
+# The simulator the targets start (setup_simulator) keeps its pid file in this
+# run's ansible-test output folder; it is stopped afterwards (stop_simulators.py).
 set -euo pipefail
 
 # shellcheck source=tests/tooling/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 stop_simulators() {
-    "${VENV_PYTHON}" "${TOOLING_DIR}/stop_simulators.py"
+    "${VENV_PYTHON}" "${TOOLING_DIR}/stop_simulators.py" "${stage}/tests/output/.tmp/imds-simulator"
 }
 
 finish() {
@@ -22,9 +22,9 @@ finish() {
 require_venv
 python_version="$(venv_python_version)"
 banner "integration: ansible-test integration --python ${python_version} --local $*"
-# A simulator left by an interrupted run would still hold its port.
-stop_simulators
 stage="$(stage_collection)"
+# A simulator left in this copy by an interrupted run is stopped first.
+stop_simulators
 
 if [[ ! -d "${stage}/tests/integration/targets" ]]; then
     echo "NOTE: no tests/integration/targets/ yet: nothing to run."

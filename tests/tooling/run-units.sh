@@ -8,4 +8,4 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 require_venv
 banner "unit tests: pytest tests/unit tests/tooling/tests"
 cd "${REPO_ROOT}"
-run_pytest tests/unit tests/tooling/tests "$@"
+run_pytest tests/unit tests/tooling/tests -p no:cacheprovider "$@"

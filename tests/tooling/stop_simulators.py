@@ -1,16 +1,15 @@
 """Stop every IMDS simulator that tests started, using their pidfiles.
 
 Convention: a test or integration target that starts tests/simulator/imds-simulator
-in the background writes its pidfile as ``<name>.pid`` in
-/tmp/azure-maintenance-simulator/ (SIMULATOR_RUN_DIR below). The path is fixed
-rather than configurable because ansible-test does not pass the caller's
-environment to integration targets, so they could not learn another one.
-The runners call this script after the tests, and before integration tests so a
-simulator left by an interrupted run does not hold the port.
+in the background writes its pidfile as ``<name>.pid`` in a folder of its own
+run (the setup_simulator integration target: ``tests/output/.tmp/imds-simulator/``
+of the collection copy under test). The runners call this script with that
+folder after the tests, so nothing is left running; no folder is shared between
+runs, so one run never stops another's simulator.
 
 A pid is only signalled when its command line names the simulator, so a pidfile
 whose process is gone and whose pid was reused never stops another program.
-Run with the project's Python: ``.venv/bin/python tests/tooling/stop_simulators.py``.
+Run with the project's Python: ``.venv/bin/python tests/tooling/stop_simulators.py FOLDER``.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ import signal
 import sys
 import time
 
-SIMULATOR_RUN_DIR = '/tmp/azure-maintenance-simulator'
 SIMULATOR_NAMES = (b'imds-simulator', b'imds_simulator')
 GRACE_SECONDS = 10.0
 KILL_WAIT_SECONDS = 5.0
@@ -120,10 +118,15 @@ def stop_all(run_directory: str) -> bool:
     return all(results)
 
 
-def main() -> int:
-    """Stop all simulators with a pidfile in the conventional run directory."""
-    return 0 if stop_all(SIMULATOR_RUN_DIR) else 1
+def main(argv: list[str]) -> int:
+    """Stop all simulators with a pidfile in each folder named on the command line."""
+    if not argv:
+        print('usage: stop_simulators.py FOLDER [FOLDER ...]  (folders holding simulator pid files)',
+              file=sys.stderr)
+        return 2
+    results = [stop_all(folder) for folder in argv]
+    return 0 if all(results) else 1
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -99,7 +99,26 @@ class HAProxy:
         return CONFIG.format(socket=self.socket, bind='%s:%d' % (self.host, self.port), routes=routes,
                              backends=backends)
 
-    def start(self, timeout=10.0):
+    def start(self, timeout=10.0, attempts=5):
+        """Start HAProxy; if its port was taken between choosing and binding, choose another (up to ``attempts``)."""
+        for attempt in range(attempts):
+            try:
+                return self._start_once(timeout)
+            except RuntimeError:
+                if attempt == attempts - 1 or not self._lost_its_port():
+                    raise
+                self.port = free_port(self.host)
+        return None
+
+    def _lost_its_port(self):
+        try:
+            with open(self.log_path, encoding='utf-8', errors='replace') as handle:
+                text = handle.read()
+        except OSError:
+            return False
+        return 'cannot bind socket' in text or 'Address already in use' in text
+
+    def _start_once(self, timeout):
         binary = haproxy_binary()
         if binary is None:
             raise RuntimeError('haproxy is not installed: apt-get install haproxy (tests/tooling/debian-packages.txt)')
@@ -109,6 +128,8 @@ class HAProxy:
         check = subprocess.run([binary, '-c', '-f', config_path], capture_output=True, text=True, check=False)
         if check.returncode != 0:
             raise RuntimeError('haproxy rejected %s: %s' % (config_path, check.stderr or check.stdout))
+        if self._log is not None:
+            self._log.close()
         self._log = open(self.log_path, 'w')
         self.process = subprocess.Popen([binary, '-db', '-f', config_path], stdout=self._log, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL)

@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.error
 
 from .backends import BackendFleet
 from .haproxy import HAProxy, StateWatcher, haproxy_binary
@@ -23,12 +22,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 E2E_DIR = os.path.dirname(HERE)
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(E2E_DIR))
 SIMULATOR_DIR = os.path.join(COLLECTION_ROOT, 'tests', 'simulator')
-SIMULATOR = os.path.join(SIMULATOR_DIR, 'imds-simulator')
 PLAYBOOK = 'azure_maintenance.scheduled_events.rolling_maintenance'
 
 if SIMULATOR_DIR not in sys.path:
     sys.path.insert(0, SIMULATOR_DIR)
-from imds_simulator.control_client import ControlError, SimulatorControl  # noqa: E402 pylint: disable=wrong-import-position
+from imds_simulator.process import SimulatorProcess  # noqa: E402 pylint: disable=wrong-import-position
 
 GROUPS = {
     'web': {'avset': 'web-avset', 'vms': [('web_%d' % index, str(index // 2)) for index in range(6)],
@@ -104,16 +102,13 @@ def collections_path(workdir):
 class RollingStage:
     """Start with ``start()``, always ``stop()`` (or use it as a context manager)."""
 
-    def __init__(self, workdir, address='127.0.0.1', control_port=18679, first_vm_port=18681, speed=12.0,
-                 with_haproxy=True, load_rate=60.0):
+    def __init__(self, workdir, address='127.0.0.1', speed=12.0, with_haproxy=True, load_rate=60.0):
         self.workdir = workdir
         self.address = address
-        self.control_port = control_port
-        self.first_vm_port = first_vm_port
         self.speed = speed
         self.with_haproxy = with_haproxy and haproxy_binary() is not None
         self.load_rate = load_rate
-        self.control = SimulatorControl('http://%s:%d' % (address, control_port))
+        self.control = None
         self.fleet = BackendFleet(address)
         self.haproxy = None
         self.watcher = None
@@ -121,7 +116,6 @@ class RollingStage:
         self.simulator = None
         self.vms = []  # (vm name, inventory group or None, avset, update domain, port)
         self.report_dir = os.path.join(workdir, 'reports')
-        self._simulator_log = None
 
     def __enter__(self):
         self.start()
@@ -133,12 +127,11 @@ class RollingStage:
     # -- starting ---------------------------------------------------------
     def start(self):
         os.makedirs(self.workdir, exist_ok=True)
-        port = self.first_vm_port
+        # Port 0 until the simulator has bound each VM's port (_start_simulator).
         for group, spec in GROUPS.items():
             for vm_name, domain in spec['vms']:
-                self.vms.append((vm_name, group, spec['avset'], domain, port))
-                port += 1
-        self.vms.append((FOREIGN_VM[0], None, FOREIGN_VM[1], FOREIGN_VM[2], port))
+                self.vms.append((vm_name, group, spec['avset'], domain, 0))
+        self.vms.append((FOREIGN_VM[0], None, FOREIGN_VM[1], FOREIGN_VM[2], 0))
         for vm_name, group, _avset, _domain, _port in self.vms:
             if group is not None:
                 self.fleet.add(vm_name)
@@ -160,31 +153,12 @@ class RollingStage:
             'impact_command': [sys.executable, os.path.join(E2E_DIR, 'impact_hook.py'), admin_url,
                                '{phase}', '{vm}', '{event_type}', '{event_id}'],
         }
-        try:
-            self.control.health()
-        except (ControlError, urllib.error.URLError, OSError):
-            pass
-        else:
-            raise RuntimeError('a simulator already answers on %s; stop it first (imds-simulator --stop --pidfile ...)'
-                               % self.control.base_url)
-        config_path = os.path.join(self.workdir, 'simulator.json')
-        with open(config_path, 'w') as handle:
-            json.dump(config, handle, indent=1)
-        self._simulator_log = open(os.path.join(self.workdir, 'simulator.log'), 'w')
-        self.simulator = subprocess.Popen(
-            [sys.executable, SIMULATOR, '--config', config_path, '--control', '%s:%d' % (self.address, self.control_port)],
-            stdout=self._simulator_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.simulator.poll() is not None:
-                raise RuntimeError('the simulator exited with %s; see %s' % (self.simulator.returncode,
-                                                                             self._simulator_log.name))
-            try:
-                self.control.health()
-                return
-            except (ControlError, urllib.error.URLError, OSError):
-                time.sleep(0.1)
-        raise RuntimeError('the simulator did not answer on %s within 20 s' % self.control.base_url)
+        self.simulator = SimulatorProcess(self.workdir, config=config)
+        self.simulator.start()
+        self.control = self.simulator.control
+        bound = self.simulator.ready['vms']
+        self.vms = [(vm, group, avset, domain, int(bound[vm].rpartition(':')[2]))
+                    for vm, group, avset, domain, _port in self.vms]
 
     def start_load(self):
         if self.haproxy is None:
@@ -321,15 +295,8 @@ class RollingStage:
             self.load.stop()
         if self.watcher is not None:
             self.watcher.stop()
-        if self.simulator is not None and self.simulator.poll() is None:
-            self.simulator.terminate()
-            try:
-                self.simulator.wait(10)
-            except subprocess.TimeoutExpired:
-                self.simulator.kill()
-                self.simulator.wait(5)
-        if self._simulator_log is not None:
-            self._simulator_log.close()
+        if self.simulator is not None:
+            self.simulator.stop()
         if self.haproxy is not None:
             self.haproxy.stop()
         self.fleet.stop()

@@ -2,17 +2,17 @@
 
 import argparse
 import copy
+import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 
 from .clock import check_speed
-from .config import DEFAULT_CONFIG, ConfigError, load_config_file, parse_listen, validate_config
+from .config import DEFAULT_CONFIG, ConfigError, format_listen, load_config_file, parse_listen, validate_config
 from .simulator import Simulator
 
 __all__ = ['main']
@@ -37,6 +37,9 @@ def _parser():
                         help='detach, wait until every port answers, print the pid and exit')
     parser.add_argument('--stop', action='store_true', help='stop the simulator whose pid is in --pidfile')
     parser.add_argument('--pidfile', metavar='PATH', help='pid file (required with --background and --stop)')
+    parser.add_argument('--ready-file', metavar='PATH',
+                        help='once every port is bound, write {"pid", "control", "vms": {name: "HOST:PORT"}} '
+                             'as JSON here (how callers learn the ports chosen for port 0)')
     parser.add_argument('--log-file', metavar='PATH',
                         help='where a --background simulator logs (default: the pid file path + ".log")')
     parser.add_argument('--log-level', default='INFO', choices=('DEBUG', 'INFO', 'WARNING', 'ERROR'),
@@ -100,11 +103,25 @@ def _write_pidfile(pidfile, pid):
     os.replace(temporary, pidfile)
 
 
-def _accepts(address, timeout=0.5):
-    family = socket.AF_INET6 if ':' in address[0] else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.settimeout(timeout)
-        return probe.connect_ex(address) == 0
+def _write_ready_file(path, simulator):
+    """Say where everything listens, atomically, so a reader never sees half a file."""
+    ready = {'pid': os.getpid(), 'control': format_listen(simulator.control_address),
+             'vms': {vm['name']: vm['listen'] for vm in simulator.world.config['vms']}}
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    temporary = '%s.%d.tmp' % (path, os.getpid())
+    with open(temporary, 'w', encoding='utf-8') as handle:
+        json.dump(ready, handle)
+    os.replace(temporary, path)
+
+
+def read_ready_file(path):
+    """The ready file's content, or None while it is missing or being replaced."""
+    try:
+        with open(path, encoding='utf-8') as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
 
 
 def stop(pidfile):
@@ -135,21 +152,26 @@ def _start_background(args, config, argv):
     if running is not None and _is_simulator(running):
         return _fail('a simulator already runs with pid %d (pid file %s); stop it with --stop --pidfile %s'
                      % (running, pidfile, pidfile))
+    # A new machine has none of these folders yet.
+    os.makedirs(os.path.dirname(pidfile), exist_ok=True)
     log_file = os.path.abspath(args.log_file or pidfile + '.log')
-    child_args = _absolute_paths(_without_options(argv, ('--background',), ('--log-file',)))
+    os.makedirs(os.path.dirname(log_file), exist_ok=True)
+    ready_file = os.path.abspath(args.ready_file or pidfile + '.ready.json')
+    child_args = _absolute_paths(_without_options(argv, ('--background',), ('--log-file', '--ready-file')))
     with open(log_file, 'ab') as log_handle:
-        child = subprocess.Popen([sys.executable, _SCRIPT] + child_args + ['--log-file', log_file],
+        child = subprocess.Popen([sys.executable, _SCRIPT] + child_args
+                                 + ['--log-file', log_file, '--ready-file', ready_file],
                                  stdin=subprocess.DEVNULL, stdout=log_handle, stderr=log_handle,
                                  start_new_session=True, close_fds=True)
-    addresses = [parse_listen(args.control, '--control')] + [parse_listen(vm['listen']) for vm in config['vms']]
     deadline = time.monotonic() + _START_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
         if child.poll() is not None:
             return _fail('the simulator exited with code %d while starting:\n%s'
                          % (child.returncode, _tail(log_file)))
-        # The pid file is written only after every port was bound by the
-        # child, so a port answering for another program does not count.
-        if _read_pid(pidfile) == child.pid and all(_accepts(address) for address in addresses):
+        # The child writes the ready file only after every port was bound
+        # (ports chosen for port 0 included), so its pid proves it is ours.
+        ready = read_ready_file(ready_file)
+        if ready is not None and ready.get('pid') == child.pid and _read_pid(pidfile) == child.pid:
             print(child.pid)
             return 0
         time.sleep(0.1)
@@ -178,8 +200,8 @@ def _absolute_paths(argv):
     for arg in argv:
         if make_absolute:
             arg = os.path.abspath(arg)
-        make_absolute = arg in ('--config', '--pidfile', '--log-file')
-        for option in ('--config=', '--pidfile=', '--log-file='):
+        make_absolute = arg in ('--config', '--pidfile', '--log-file', '--ready-file')
+        for option in ('--config=', '--pidfile=', '--log-file=', '--ready-file='):
             if arg.startswith(option):
                 arg = option + os.path.abspath(arg[len(option):])
         result.append(arg)
@@ -203,6 +225,8 @@ def _run_foreground(args, config):
         return _fail(exc.strerror or str(exc))
     if args.pidfile:
         _write_pidfile(args.pidfile, os.getpid())
+    if args.ready_file:
+        _write_ready_file(args.ready_file, simulator)
 
     def request_stop(signum, frame):
         logging.getLogger('imds_simulator').info('signal %d: stopping', signum)
@@ -218,6 +242,8 @@ def _run_foreground(args, config):
         simulator.stop()
         if args.pidfile:
             _remove_pidfile(args.pidfile, os.getpid())
+        if args.ready_file and (read_ready_file(args.ready_file) or {}).get('pid') == os.getpid():
+            os.unlink(args.ready_file)
     return 0
 
 

@@ -12,7 +12,7 @@ import uuid
 from .clock import check_speed, parse_iso
 
 __all__ = ['ConfigError', 'DEFAULT_CONFIG', 'load_config_file', 'validate_config', 'validate_vm',
-           'parse_listen', 'vm_identity']
+           'parse_listen', 'is_any_port', 'format_listen', 'vm_identity']
 
 DEFAULT_SUBSCRIPTION = '8d10da13-8125-4ba9-a717-bf7490507b3d'
 DEFAULT_RESOURCE_GROUP = 'rg-westno'
@@ -56,9 +56,22 @@ def parse_listen(text, field='listen'):
     # reachable from the network.
     if not address.is_loopback:
         raise ConfigError('%s: %s is not a loopback address; use 127.0.0.0/8 (or ::1)' % (field, host))
-    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
-        raise ConfigError('%s: port %r must be a number from 1 to 65535' % (field, port_text))
+    # Port 0 asks the kernel for a free port when the listener is opened
+    # (tests do this so that parallel runs never collide).
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ConfigError('%s: port %r must be a number from 0 (any free port) to 65535' % (field, port_text))
     return host, int(port_text)
+
+
+def is_any_port(address):
+    """True for a ``(host, 0)`` address: the port is chosen when it is bound."""
+    return address[1] == 0
+
+
+def format_listen(address):
+    """``HOST:PORT`` text of an ``(host, port)`` address, brackets around IPv6."""
+    host, port = address
+    return '%s:%d' % ('[%s]' % host if ':' in host else host, port)
 
 
 def _string_field(vm, key, field, default):
@@ -189,7 +202,7 @@ def validate_config(config):
         if checked['name'] in names:
             raise ConfigError('%s.name %r is used by another VM; names must be unique' % (field, checked['name']))
         address = parse_listen(checked['listen'])
-        if address in listens:
+        if address in listens and not is_any_port(address):
             raise ConfigError('%s.listen %r is used by another VM; each VM needs its own address'
                               % (field, checked['listen']))
         names.add(checked['name'])

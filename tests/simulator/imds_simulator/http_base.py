@@ -30,10 +30,11 @@ class LoopbackHTTPServer(ThreadingHTTPServer):
 
     def __init__(self, address, handler_class, owner):
         self.owner = owner
-        self.bound_address = address
         self.open_connections = set()
         self.connections_lock = threading.Lock()
         super().__init__(address, handler_class)
+        # The address as bound: for port 0, the port the kernel chose.
+        self.bound_address = (address[0], self.server_address[1])
 
     def track(self, connection):
         with self.connections_lock:

@@ -11,7 +11,7 @@ import time
 from urllib.parse import parse_qs, urlsplit
 
 from .clock import format_iso
-from .config import vm_identity
+from .config import format_listen, is_any_port, parse_listen, vm_identity
 from .http_base import BodyError, JsonRequestHandler, open_server
 from .world import ApprovalError
 
@@ -272,6 +272,30 @@ class ImdsListeners:
             for address in opened:
                 self._servers.pop(address).close_all()
             raise
+
+    def bind_any_ports(self, vm_specs):
+        """Open a listener for every spec whose port is 0 and write the port chosen into its ``listen``.
+
+        Done before the world sees the specs, so every VM is known by the
+        address clients will use. On failure the new listeners are closed
+        again and OSError is raised.
+        """
+        opened = []
+        try:
+            for spec in vm_specs:
+                address = parse_listen(spec['listen'])
+                if not is_any_port(address):
+                    continue
+                server = open_server(address, ImdsRequestHandler, self._simulator)
+                bound = server.server_address[:2]
+                self._servers[bound] = server
+                opened.append(bound)
+                spec['listen'] = format_listen(bound)
+        except OSError as exc:
+            for address in opened:
+                self._servers.pop(address).close_all()
+            raise OSError(exc.errno, 'cannot open a listener on a free port for a VM: %s' % (exc.strerror or exc)) \
+                from None
 
     def close_except(self, addresses):
         for address in list(self._servers):

@@ -35,8 +35,10 @@ class Simulator:
         self.faults = FaultRules()
         self.impacts = ImpactRunner(self.impact_log)
         self.clock = SimClock()
-        self.world = World(validate_config(config), self.clock, self.impacts, self.faults)
         self.listeners = ImdsListeners(self)
+        checked = validate_config(config)
+        self.listeners.bind_any_ports(checked['vms'])
+        self.world = World(checked, self.clock, self.impacts, self.faults)
         self._control = None
         self._stopping = threading.Event()
         self._ticker = None
@@ -55,6 +57,8 @@ class Simulator:
             self.listeners.close_all()
             raise OSError(exc.errno, 'cannot listen on %s for the control API: %s (is another simulator running?)'
                           % (self.control_url, exc.strerror or exc)) from None
+        # With port 0 the kernel chose: from now on the real port is the address.
+        self.control_address = self._control.server_address[:2]
         self._ticker = threading.Thread(target=self._tick, name='imds-simulator-tick', daemon=True)
         self._ticker.start()
         _LOG.info('control API at %s; VMs: %s', self.control_url,
@@ -82,8 +86,9 @@ class Simulator:
     def reset(self, config=None):
         """Start over from ``config`` (or the current config); returns the state."""
         checked = validate_config(config) if config is not None else self.world.config
-        addresses = {parse_listen(vm['listen']) for vm in checked['vms']}
         with self.world.lock:
+            self.listeners.bind_any_ports(checked['vms'])
+            addresses = {parse_listen(vm['listen']) for vm in checked['vms']}
             self.listeners.open_missing(addresses)
             self.faults.clear()
             self.request_log.clear()
@@ -103,7 +108,8 @@ class Simulator:
             address = parse_listen(spec['listen'])
             if address in self.world.addresses():
                 raise ConfigError('listen %s is used by another VM' % spec['listen'])
-            self.listeners.open_missing({address})
+            self.listeners.bind_any_ports([spec])
+            self.listeners.open_missing({parse_listen(spec['listen'])})
             try:
                 return self.world.add_vm(spec)
             except ConfigError:

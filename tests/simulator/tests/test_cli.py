@@ -10,13 +10,13 @@ import time
 
 import pytest
 
-from conftest import SCRIPT, free_port
+from conftest import SCRIPT
 from imds_simulator.control_client import SimulatorControl, imds_get
 
 
 def write_config(tmp_path, **extra):
-    config = {'vms': [{'name': 'cli_0', 'listen': '127.0.0.1:%d' % free_port()},
-                      {'name': 'cli_1', 'listen': '127.0.0.1:%d' % free_port()}]}
+    config = {'vms': [{'name': 'cli_0', 'listen': '127.0.0.1:0'},
+                      {'name': 'cli_1', 'listen': '127.0.0.1:0'}]}
     config.update(extra)
     path = tmp_path / 'world.json'
     path.write_text(json.dumps(config))
@@ -54,15 +54,17 @@ def background(tmp_path):
 def test_background_start_and_stop(tmp_path, background):
     start, pidfile = background
     config_path, config = write_config(tmp_path)
-    control = '127.0.0.1:%d' % free_port()
-    result = start('--config', str(config_path), '--control', control, '--speed', '50')
+    result = start('--config', str(config_path), '--control', '127.0.0.1:0', '--speed', '50')
     assert result.returncode == 0, result.stderr
     pid = int(result.stdout.strip())
     assert int(pidfile.read_text()) == pid
+    # Without --ready-file a background simulator still writes one next to its pid file.
+    ready = json.loads((tmp_path / 'sim.pid.ready.json').read_text())
+    control = ready['control']
     client = SimulatorControl('http://' + control)
     assert client.health() == {'ok': True}
     assert client.clock()['speed'] == 50
-    status, document = imds_get('http://' + config['vms'][1]['listen'])
+    status, document = imds_get('http://' + ready['vms']['cli_1'])
     assert (status, document) == (200, {'DocumentIncarnation': 1, 'Events': []})
     again = start('--config', str(config_path), '--control', control)
     assert again.returncode != 0 and 'already runs' in again.stderr
@@ -83,7 +85,7 @@ def test_background_fails_clearly_when_a_port_is_in_use(tmp_path, background):
     try:
         port = busy.getsockname()[1]
         config_path, dummy = write_config(tmp_path, vms=[{'name': 'x', 'listen': '127.0.0.1:%d' % port}])
-        result = start('--config', str(config_path), '--control', '127.0.0.1:%d' % free_port())
+        result = start('--config', str(config_path), '--control', '127.0.0.1:0')
         assert result.returncode != 0
         assert str(port) in result.stderr and 'cannot listen' in result.stderr
         assert not pidfile.exists()
@@ -109,12 +111,18 @@ def test_foreground_default_world_stops_on_sigterm_and_sigint(tmp_path):
             if probe.connect_ex(('127.0.0.1', port)) == 0:
                 pytest.skip('127.0.0.1:%d is busy' % port)
     for signum in (signal.SIGTERM, signal.SIGINT):
-        control = '127.0.0.1:%d' % free_port()
         pidfile = tmp_path / ('fg%d.pid' % signum)
-        process = subprocess.Popen([sys.executable, SCRIPT, '--control', control, '--pidfile', str(pidfile)],
+        ready_file = tmp_path / ('fg%d.ready.json' % signum)
+        process = subprocess.Popen([sys.executable, SCRIPT, '--control', '127.0.0.1:0', '--pidfile', str(pidfile),
+                                    '--ready-file', str(ready_file)],
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            client = SimulatorControl('http://' + control)
+            deadline = time.monotonic() + 20
+            while not ready_file.exists() and process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if process.poll() is not None and b'cannot listen' in process.communicate(timeout=10)[1]:
+                pytest.skip('the default world\'s ports 18101/18102 were taken meanwhile')
+            client = SimulatorControl('http://' + json.loads(ready_file.read_text())['control'])
             client.wait_until_up(timeout=10)
             names = [vm['name'] for vm in client.state()['vms']]
             assert names == ['WestNO_0', 'WestNO_1']
@@ -127,3 +135,54 @@ def test_foreground_default_world_stops_on_sigterm_and_sigint(tmp_path):
             if process.poll() is None:
                 process.kill()
             process.communicate(timeout=10)
+
+
+def test_port_zero_everywhere_is_reported_in_the_ready_file(tmp_path, background):
+    start, pidfile = background
+    ready_file = tmp_path / 'ready.json'
+    config_path = tmp_path / 'world.json'
+    config_path.write_text(json.dumps({'vms': [{'name': 'any_0', 'listen': '127.0.0.1:0'},
+                                               {'name': 'any_1', 'listen': '127.0.0.1:0'}]}))
+    result = start('--config', str(config_path), '--control', '127.0.0.1:0', '--ready-file', str(ready_file))
+    assert result.returncode == 0, result.stderr
+    ready = json.loads(ready_file.read_text())
+    assert ready['pid'] == int(result.stdout.strip())
+    ports = {address.rpartition(':')[2] for address in ready['vms'].values()} | {ready['control'].rpartition(':')[2]}
+    assert len(ports) == 3 and '0' not in ports
+    control = SimulatorControl('http://' + ready['control'])
+    assert {vm['name']: vm['listen'] for vm in control.state()['vms']} == ready['vms']
+    for address in ready['vms'].values():
+        status, document = imds_get('http://' + address)
+        assert status == 200 and document['Events'] == []
+    assert run('--stop', '--pidfile', str(pidfile)).returncode == 0
+    assert not ready_file.exists()
+
+
+def test_simulator_process_helper_isolates_everything_in_its_folder(tmp_path):
+    from imds_simulator.process import SimulatorProcess
+    config = {'vms': [{'name': 'iso_0', 'listen': '127.0.0.1:0'}]}
+    with SimulatorProcess(tmp_path / 'one', config=config) as one, \
+            SimulatorProcess(tmp_path / 'two', config=config) as two:
+        assert one.endpoint('iso_0') != two.endpoint('iso_0')
+        one.control.create_event('Freeze', ['iso_0'])
+        assert len(imds_get(one.base_url('iso_0'))[1]['Events']) == 1
+        assert imds_get(two.base_url('iso_0'))[1]['Events'] == []
+        # A reset asking for port 0 again moves the VM to a new free port.
+        two.control.reset({'vms': [{'name': 'iso_0', 'listen': '127.0.0.1:0'}]})
+        assert imds_get(two.base_url('iso_0'))[0] == 200
+        pid = one.pid
+    assert not os.path.exists('/proc/%d' % pid) or b'imds' not in open('/proc/%d/cmdline' % pid, 'rb').read()
+    assert sorted(os.listdir(tmp_path)) == ['one', 'two']
+
+
+def test_background_creates_the_folders_of_its_files(tmp_path, background):
+    # What failed on a new machine: the pid file's folder did not exist yet.
+    start, dummy = background
+    pidfile = tmp_path / 'not' / 'yet' / 'there.pid'
+    config_path, dummy = write_config(tmp_path)
+    result = run('--background', '--pidfile', str(pidfile), '--config', str(config_path), '--control', '127.0.0.1:0')
+    try:
+        assert result.returncode == 0, result.stderr
+        assert pidfile.exists() and (tmp_path / 'not' / 'yet' / 'there.pid.log').exists()
+    finally:
+        assert run('--stop', '--pidfile', str(pidfile)).returncode == 0

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import API, SE_PATH, call, free_port
+from conftest import API, SE_PATH, call
 
 SE_VERSIONS = ['2017-03-01', '2017-08-01', '2017-11-01', '2019-01-01', '2019-04-01', '2019-08-01', '2020-07-01']
 
@@ -94,9 +94,9 @@ def test_wrong_method_is_405(sim, method, path):
 
 def test_compute_identity_per_vm(make_sim):
     config = {'vms': [
-        {'name': 'myScaleSet_3', 'listen': '127.0.0.2:%d' % free_port(), 'group': 'pg1', 'vmScaleSetName': 'myScaleSet',
+        {'name': 'myScaleSet_3', 'listen': '127.0.0.2:0', 'group': 'pg1', 'vmScaleSetName': 'myScaleSet',
          'platformUpdateDomain': 3, 'platformFaultDomain': '1'},
-        {'name': 'web-1', 'listen': '127.0.0.3:%d' % free_port(), 'group': 'pg1',
+        {'name': 'web-1', 'listen': '127.0.0.3:0', 'group': 'pg1',
          'resourceId': '/subscriptions/x/resourceGroups/y/providers/Microsoft.Compute/virtualMachines/web-1'},
     ], 'throttle': {'enabled': False}}
     sim = make_sim(config)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import free_port, world_config
+from conftest import world_config
 from imds_simulator.control_client import ControlError
 
 WESTNO_EVENT = {
@@ -20,8 +20,8 @@ WESTNO_EVENT = {
 
 def westno_config():
     return {'vms': [
-        {'name': 'WestNO_0', 'listen': '127.0.0.1:%d' % free_port(), 'group': 'avset'},
-        {'name': 'WestNO_1', 'listen': '127.0.0.1:%d' % free_port(), 'group': 'avset'},
+        {'name': 'WestNO_0', 'listen': '127.0.0.1:0', 'group': 'avset'},
+        {'name': 'WestNO_1', 'listen': '127.0.0.1:0', 'group': 'avset'},
     ], 'throttle': {'enabled': False}}
 
 

@@ -1,0 +1,100 @@
+"""Run the simulator as a separate process on ports the kernel chooses, for tests and tools.
+
+    from imds_simulator.process import SimulatorProcess
+    with SimulatorProcess(tmp_path, config={'vms': [{'name': 'vm0', 'listen': '127.0.0.1:0'}]}) as sim:
+        sim.control.create_event('Freeze', ['vm0'])
+        url = sim.endpoint('vm0')
+
+Every VM whose ``listen`` port is 0 (and the control API, unless
+``control`` says otherwise) gets a free port when it is bound, so two test
+runs on one machine never meet. Everything the process writes (pid file,
+log, ready file, config) stays in ``work_dir``.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+from .cli import read_ready_file
+from .control_client import SimulatorControl
+
+__all__ = ['SimulatorProcess', 'SimulatorStartError', 'SCRIPT']
+
+SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'imds-simulator')
+_START_TIMEOUT_SECONDS = 60
+_STOP_TIMEOUT_SECONDS = 30
+
+
+class SimulatorStartError(RuntimeError):
+    """The simulator did not come up; the message holds the end of its log."""
+
+
+class SimulatorProcess:
+    """One background simulator in ``work_dir``; a context manager that stops it on exit."""
+
+    def __init__(self, work_dir, config=None, control='127.0.0.1:0', extra_args=(), name='simulator',
+                 python=sys.executable):
+        self.work_dir = os.path.abspath(str(work_dir))
+        self.config = config
+        self.control_listen = control
+        self.extra_args = list(extra_args)
+        self.python = python
+        self.pidfile = os.path.join(self.work_dir, name + '.pid')
+        self.ready_file = os.path.join(self.work_dir, name + '.ready.json')
+        self.log_file = os.path.join(self.work_dir, name + '.log')
+        self.config_file = os.path.join(self.work_dir, name + '-config.json')
+        self.ready = None
+        self.control = None
+
+    def start(self):
+        os.makedirs(self.work_dir, exist_ok=True)
+        command = [self.python, SCRIPT, '--background', '--pidfile', self.pidfile, '--ready-file', self.ready_file,
+                   '--log-file', self.log_file, '--control', self.control_listen]
+        if self.config is not None:
+            with open(self.config_file, 'w', encoding='utf-8') as handle:
+                json.dump(self.config, handle)
+            command += ['--config', self.config_file]
+        result = subprocess.run(command + self.extra_args, capture_output=True, text=True, check=False,
+                                timeout=_START_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL)
+        self.ready = read_ready_file(self.ready_file)
+        if result.returncode != 0 or self.ready is None:
+            raise SimulatorStartError('the simulator did not start (exit %d): %s%s'
+                                      % (result.returncode, result.stdout, result.stderr))
+        self.control = SimulatorControl(self.control_url)
+        self.control.wait_until_up(timeout=20)
+        return self
+
+    @property
+    def pid(self):
+        return self.ready['pid']
+
+    @property
+    def control_url(self):
+        return 'http://' + self.ready['control']
+
+    def address(self, vm_name):
+        """``HOST:PORT`` of a VM; after a reset with new listens, ask again (it reads the simulator's state)."""
+        for vm in self.control.state()['vms']:
+            if vm['name'] == vm_name:
+                return vm['listen']
+        raise KeyError('the simulator has no VM named %r' % vm_name)
+
+    def base_url(self, vm_name):
+        return 'http://' + self.address(vm_name)
+
+    def endpoint(self, vm_name):
+        return self.base_url(vm_name) + '/metadata/scheduledevents'
+
+    def stop(self):
+        if self.ready is None:
+            return
+        subprocess.run([self.python, SCRIPT, '--stop', '--pidfile', self.pidfile], capture_output=True,
+                       check=False, timeout=_STOP_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL)
+        self.ready = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc_info):
+        self.stop()
