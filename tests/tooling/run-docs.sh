@@ -4,17 +4,19 @@
 # of docs/*.md (antsibull-docs extra docs: docs/docsite/), built into HTML by
 # Sphinx, offline. Then tests/docs/test_docsite.py checks the built site.
 #
-# Everything runs in its own venv (build/docs-venv, tests/requirements/docs.txt)
-# so Sphinx and its dependencies never meet the test venv's packages. Output:
-# build/docs/html/index.html. Set DOCS_DIR to build elsewhere.
+# Everything runs in its own venv (build/venvs/docs of the checkout,
+# tests/requirements/docs.txt; VENVS_DIR puts it elsewhere) so Sphinx and its
+# dependencies never meet the test venv's packages. Output:
+# $BUILD_DIR/docs/html/index.html (build/docs/html by default).
 set -euo pipefail
 
 # shellcheck source=tests/tooling/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 COLLECTION="azure_maintenance.scheduled_events"
-DOCS_DIR="${DOCS_DIR:-${BUILD_DIR}/docs}"
-DOCS_VENV="${DOCS_VENV:-${BUILD_DIR}/docs-venv}"
+DOCS_DIR="${BUILD_DIR}/docs"
+VENVS_DIR="${VENVS_DIR:-${REPO_ROOT}/build/venvs}"
+DOCS_VENV="${VENVS_DIR}/docs"
 DOCS_REQUIREMENTS="${REPO_ROOT}/tests/requirements/docs.txt"
 SPHINX_CONF_DIR="${REPO_ROOT}/tests/docs/sphinx"
 
@@ -23,16 +25,22 @@ docs_venv_fingerprint() {
 }
 
 prepare_docs_venv() {
-    local stamp="${DOCS_VENV}/.docs.sha256" wanted
+    local stamp="${DOCS_VENV}/.docs.sha256" wanted lock_fd
     wanted="$(docs_venv_fingerprint)"
+    mkdir -p "${VENVS_DIR}"
+    # Two runs from one checkout share the venv: the second waits for the first to finish it.
+    exec {lock_fd}>"${DOCS_VENV}.lock"
+    flock "${lock_fd}"
     if [[ -f "${stamp}" && "$(cat "${stamp}")" == "${wanted}" ]]; then
         echo "docs venv: up to date in ${DOCS_VENV}"
+        exec {lock_fd}>&-
         return
     fi
     echo "docs venv: installing ${DOCS_REQUIREMENTS} into ${DOCS_VENV}"
     [[ -x "${DOCS_VENV}/bin/python" ]] || python3 -m venv "${DOCS_VENV}"
     "${DOCS_VENV}/bin/python" -m pip install --disable-pip-version-check --quiet -r "${DOCS_REQUIREMENTS}"
     printf '%s\n' "${wanted}" >"${stamp}"
+    exec {lock_fd}>&-
 }
 
 banner "docs: antsibull-docs + Sphinx into ${DOCS_DIR}/html"

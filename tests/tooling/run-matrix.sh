@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Compatibility matrix: the collection's tests against every ansible-core minor
 # meta/runtime.yml supports. Each minor gets its own venv (ansible-core X.Y.*
-# plus tests/requirements/matrix.txt) under build/matrix/ (git-ignored; set
-# MATRIX_DIR to put it elsewhere), created on first use and reused after.
+# plus tests/requirements/matrix.txt) in build/venvs/ of the checkout
+# (git-ignored; VENVS_DIR puts them elsewhere), created on first use and
+# reused after, also by runs that stage into a temporary BUILD_DIR. Staged
+# copies and logs go to $BUILD_DIR/matrix.
 #
 # A job is one line of MATRIX_JOBS: "<core minor> <name> <command...>". The
 # command runs in the repository root with that core's venv first on PATH and
@@ -14,14 +16,15 @@
 # venvs of the selected jobs and stops (a CI warm-up step); a selector is a minor ("2.16") or a
 # job ("2.16:sanity"); no selector runs every job. MATRIX_PARALLEL=N runs N jobs
 # at a time (default 1: CI already runs stages side by side on few cores).
-# Every job's output goes to build/matrix/logs/<core>-<name>.log; a failing
+# Every job's output goes to $BUILD_DIR/matrix/logs/<core>-<name>.log; a failing
 # job's log is printed, and a summary table closes the run.
 set -euo pipefail
 
 # shellcheck source=tests/tooling/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-MATRIX_DIR="${MATRIX_DIR:-${BUILD_DIR}/matrix}"
+MATRIX_DIR="${BUILD_DIR}/matrix"
+VENVS_DIR="${VENVS_DIR:-${REPO_ROOT}/build/venvs}"
 MATRIX_PARALLEL="${MATRIX_PARALLEL:-1}"
 MATRIX_REQUIREMENTS="${REPO_ROOT}/tests/requirements/matrix.txt"
 
@@ -41,7 +44,7 @@ MATRIX_JOBS=(
 )
 
 core_venv() {
-    printf '%s/venv-core-%s' "${MATRIX_DIR}" "$1"
+    printf '%s/core-%s' "${VENVS_DIR}" "$1"
 }
 
 # The fingerprint covers the interpreter, the wanted core and the requirement
@@ -56,12 +59,17 @@ venv_fingerprint() {
 }
 
 prepare_core_venv() {
-    local core="$1" venv stamp wanted
+    local core="$1" venv stamp wanted lock_fd
     venv="$(core_venv "${core}")"
     stamp="${venv}/.matrix.sha256"
     wanted="$(venv_fingerprint "${core}")"
+    mkdir -p "${VENVS_DIR}"
+    # Two runs from one checkout share the venv: the second waits for the first to finish it.
+    exec {lock_fd}>"${venv}.lock"
+    flock "${lock_fd}"
     if [[ -f "${stamp}" && "$(cat "${stamp}")" == "${wanted}" ]]; then
         echo "ansible-core ${core}: venv up to date in ${venv}"
+        exec {lock_fd}>&-
         return
     fi
     echo "ansible-core ${core}: creating ${venv} with $(python3 --version)"
@@ -72,6 +80,7 @@ prepare_core_venv() {
     # ansible-test bootstraps pip into its own venvs from this cache (see the script).
     "${venv}/bin/python" "${TOOLING_DIR}/seed_ansible_test_pip.py"
     printf '%s\n' "${wanted}" >"${stamp}"
+    exec {lock_fd}>&-
 }
 
 # The installed core must be the wanted minor and accept this Python as a controller.
@@ -125,7 +134,7 @@ for entry in "${MATRIX_JOBS[@]}"; do
 done
 [[ ${#jobs_to_run[@]} -gt 0 ]] || die "no matrix job matches: $* (jobs: $(printf '%s\n' "${MATRIX_JOBS[@]}" | awk '{printf "%s:%s ", $1, $2}'))"
 
-banner "matrix: venvs for ansible-core ${cores[*]} in ${MATRIX_DIR}"
+banner "matrix: venvs for ansible-core ${cores[*]} in ${VENVS_DIR}"
 mkdir -p "${MATRIX_DIR}/logs"
 for core in "${cores[@]}"; do
     prepare_core_venv "${core}"
