@@ -12,6 +12,8 @@ set -euo pipefail
 
 # shellcheck source=tests/tooling/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+# shellcheck source=tests/tooling/tool_venv.sh
+source "${TOOLING_DIR}/tool_venv.sh"
 
 COLLECTION="azure_maintenance.scheduled_events"
 DOCS_DIR="${BUILD_DIR}/docs"
@@ -20,31 +22,8 @@ DOCS_VENV="${VENVS_DIR}/docs"
 DOCS_REQUIREMENTS="${REPO_ROOT}/tests/requirements/docs.txt"
 SPHINX_CONF_DIR="${REPO_ROOT}/tests/docs/sphinx"
 
-docs_venv_fingerprint() {
-    { python3 -c 'import sys; print(sys.version)'; sha256sum "${DOCS_REQUIREMENTS}"; } | sha256sum | cut -d' ' -f1
-}
-
-prepare_docs_venv() {
-    local stamp="${DOCS_VENV}/.docs.sha256" wanted lock_fd
-    wanted="$(docs_venv_fingerprint)"
-    mkdir -p "${VENVS_DIR}"
-    # Two runs from one checkout share the venv: the second waits for the first to finish it.
-    exec {lock_fd}>"${DOCS_VENV}.lock"
-    flock "${lock_fd}"
-    if [[ -f "${stamp}" && "$(cat "${stamp}")" == "${wanted}" ]]; then
-        echo "docs venv: up to date in ${DOCS_VENV}"
-        exec {lock_fd}>&-
-        return
-    fi
-    echo "docs venv: installing ${DOCS_REQUIREMENTS} into ${DOCS_VENV}"
-    [[ -x "${DOCS_VENV}/bin/python" ]] || python3 -m venv "${DOCS_VENV}"
-    "${DOCS_VENV}/bin/python" -m pip install --disable-pip-version-check --quiet -r "${DOCS_REQUIREMENTS}"
-    printf '%s\n' "${wanted}" >"${stamp}"
-    exec {lock_fd}>&-
-}
-
 banner "docs: antsibull-docs + Sphinx into ${DOCS_DIR}/html"
-prepare_docs_venv
+prepare_tool_venv "${DOCS_VENV}" "docs" -r "${DOCS_REQUIREMENTS}"
 export PATH="${DOCS_VENV}/bin:${PATH}"
 
 # antsibull-docs reads the docs through ansible-doc, which must find the

@@ -22,6 +22,8 @@ set -euo pipefail
 
 # shellcheck source=tests/tooling/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+# shellcheck source=tests/tooling/tool_venv.sh
+source "${TOOLING_DIR}/tool_venv.sh"
 
 MATRIX_DIR="${BUILD_DIR}/matrix"
 VENVS_DIR="${VENVS_DIR:-${REPO_ROOT}/build/venvs}"
@@ -47,40 +49,12 @@ core_venv() {
     printf '%s/core-%s' "${VENVS_DIR}" "$1"
 }
 
-# The fingerprint covers the interpreter, the wanted core and the requirement
-# file, so a venv is rebuilt exactly when one of them changed.
-venv_fingerprint() {
-    local core="$1"
-    {
-        python3 -c 'import sys; print(sys.version)'
-        echo "ansible-core==${core}.*"
-        sha256sum "${MATRIX_REQUIREMENTS}"
-    } | sha256sum | cut -d' ' -f1
-}
-
 prepare_core_venv() {
-    local core="$1" venv stamp wanted lock_fd
+    local core="$1" venv
     venv="$(core_venv "${core}")"
-    stamp="${venv}/.matrix.sha256"
-    wanted="$(venv_fingerprint "${core}")"
-    mkdir -p "${VENVS_DIR}"
-    # Two runs from one checkout share the venv: the second waits for the first to finish it.
-    exec {lock_fd}>"${venv}.lock"
-    flock "${lock_fd}"
-    if [[ -f "${stamp}" && "$(cat "${stamp}")" == "${wanted}" ]]; then
-        echo "ansible-core ${core}: venv up to date in ${venv}"
-        exec {lock_fd}>&-
-        return
-    fi
-    echo "ansible-core ${core}: creating ${venv} with $(python3 --version)"
-    rm -rf "${venv}"
-    python3 -m venv "${venv}"
-    "${venv}/bin/python" -m pip install --disable-pip-version-check --quiet \
-        "ansible-core==${core}.*" -r "${MATRIX_REQUIREMENTS}"
-    # ansible-test bootstraps pip into its own venvs from this cache (see the script).
+    prepare_tool_venv "${venv}" "ansible-core ${core}" "ansible-core==${core}.*" -r "${MATRIX_REQUIREMENTS}"
+    # ansible-test bootstraps pip into its own venvs from this cache (see the script); quick when seeded.
     "${venv}/bin/python" "${TOOLING_DIR}/seed_ansible_test_pip.py"
-    printf '%s\n' "${wanted}" >"${stamp}"
-    exec {lock_fd}>&-
 }
 
 # The installed core must be the wanted minor and accept this Python as a controller.
