@@ -17,7 +17,6 @@ source "${TOOLING_DIR}/tool_venv.sh"
 
 COLLECTION="azure_maintenance.scheduled_events"
 DOCS_DIR="${BUILD_DIR}/docs"
-VENVS_DIR="${VENVS_DIR:-${REPO_ROOT}/build/venvs}"
 DOCS_VENV="${VENVS_DIR}/docs"
 DOCS_REQUIREMENTS="${REPO_ROOT}/tests/requirements/docs.txt"
 SPHINX_CONF_DIR="${REPO_ROOT}/tests/docs/sphinx"

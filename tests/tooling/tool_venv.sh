@@ -2,6 +2,10 @@
 # compatibility matrix), kept between runs; sourced, never run.
 # shellcheck shell=bash
 
+# Where tool venvs live: inside the checkout's git-ignored build/, not in
+# $BUILD_DIR, so runs that stage into a temporary BUILD_DIR still reuse them.
+VENVS_DIR="${VENVS_DIR:-${REPO_ROOT}/build/venvs}"
+
 # prepare_tool_venv VENV LABEL PIP_INSTALL_ARGUMENTS...
 # Creates VENV with this machine's python3 and pip-installs the arguments into
 # it, unless it already holds exactly them: a fingerprint of the interpreter,
