@@ -26,7 +26,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 source "${TOOLING_DIR}/tool_venv.sh"
 
 MATRIX_DIR="${BUILD_DIR}/matrix"
-VENVS_DIR="${VENVS_DIR:-${REPO_ROOT}/build/venvs}"
 MATRIX_PARALLEL="${MATRIX_PARALLEL:-1}"
 MATRIX_REQUIREMENTS="${REPO_ROOT}/tests/requirements/matrix.txt"
 
