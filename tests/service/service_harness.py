@@ -14,7 +14,6 @@ runs this same suite against the installed program.
 """
 
 import copy
-import errno
 import json
 import os
 import signal
@@ -66,17 +65,6 @@ def unused_loopback_url(path='/metadata/scheduledevents'):
         probe.bind(('127.0.0.1', 0))
         port = probe.getsockname()[1]
     return 'http://127.0.0.1:%d%s' % (port, path)
-
-
-def retry_on_address_in_use(start, attempts=5):
-    """Call ``start()`` until it does not fail for a port taken meanwhile (OSError EADDRINUSE)."""
-    for attempt in range(attempts):
-        try:
-            return start()
-        except OSError as exc:
-            if exc.errno != errno.EADDRINUSE or attempt == attempts - 1:
-                raise
-    raise AssertionError('unreachable')
 
 
 def free_loopback_port():
