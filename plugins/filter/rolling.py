@@ -2,30 +2,42 @@
 # Copyright (c) azure_maintenance.scheduled_events contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Filters behind playbooks/rolling_maintenance.yml: rolling_setup, rolling_host_status,
-rolling_plan, rolling_describe, rolling_event_row, rolling_report.
+"""Filters behind playbooks/rolling_maintenance.yml: rolling_setup, rolling_reconcile,
+rolling_results, rolling_report, rolling_host_status, rolling_event_row.
 
 Their documentation is in the .yml file named after each filter; the logic is
-in plugin_utils/_rolling.py.
+in plugin_utils/_rolling.py and plugin_utils/_rolling_controller.py. These
+filters are the controller's I/O edge: they read hostvars and the clock, the
+planner behind them does not.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
+import time
 from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._fleet import (
+    host_results,
+    merge_fleet_events,
+)
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling import (
-    build_plan,
     build_report,
     build_setup,
-    describe_entry,
     event_row,
     host_status,
 )
-from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._fleet import host_results
+from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling_controller import (
+    observe,
+    reconcile,
+)
+
+# What each phase of a round does on a host, and the actions whose results it reports.
+PHASE_ACTIONS = {'prepare': ('drain', 'verify'), 'release': ('approve', 'undrain')}
 
 
 def _plain(value):
@@ -45,30 +57,123 @@ def _mapping(value, name, filter_name):
     return _plain(value)
 
 
-def rolling_setup(maintenance_groups, inventory_groups, play_hosts, group_settings=None, default_settings=None,
-                  host_overrides=None, options=None, shipped_dir='', base_dir='.'):
-    """Checked inputs and per-host settings of a rolling maintenance run."""
-    return build_setup(_plain(maintenance_groups), _mapping(inventory_groups, 'inventory_groups', 'rolling_setup'),
-                       _plain(play_hosts), group_settings=_plain(group_settings),
-                       default_settings=_plain(default_settings),
-                       host_overrides=_mapping(host_overrides, 'host_overrides', 'rolling_setup'),
-                       options=_mapping(options, 'options', 'rolling_setup'), shipped_dir=shipped_dir,
-                       base_dir=base_dir)
+def _epoch(now):
+    """``now`` as epoch seconds: a number, a datetime (from now()), or None for the controller's clock."""
+    if now is None or now == '':
+        return time.time()
+    if isinstance(now, datetime.datetime):
+        # A naive datetime is local time, as now() gives it.
+        return now.timestamp()
+    try:
+        return float(now)
+    except (TypeError, ValueError):
+        raise AnsibleFilterError('now must be epoch seconds or a datetime, got %r' % (now,))
 
 
-def rolling_plan(events, setup, resource_names, unavailable_hosts=None, stopped_groups=None, done_ids=None,
-                 options=None, parked=None):
-    """What to do with each merged event, in handling order."""
-    if not isinstance(events, Sequence) or isinstance(events, (str, bytes)):
-        raise AnsibleFilterError('rolling_plan expects the list returned by fleet_events, got %s'
-                                 % type(events).__name__)
-    setup = _mapping(setup, 'setup', 'rolling_plan')
+def _setup(setup, filter_name):
+    setup = _mapping(setup, 'setup', filter_name)
     if 'groups' not in setup or 'hosts' not in setup:
-        raise AnsibleFilterError('rolling_plan: setup must be the result of the rolling_setup filter')
-    return build_plan(_plain(events), _mapping(resource_names, 'resource_names', 'rolling_plan'), setup,
-                      unavailable_hosts=_plain(unavailable_hosts), stopped_groups=_plain(stopped_groups),
-                      done_ids=_plain(done_ids), options=_mapping(options, 'options', 'rolling_plan'),
-                      parked=_mapping(parked, 'parked', 'rolling_plan'))
+        raise AnsibleFilterError('%s: setup must be the result of the rolling_setup filter' % filter_name)
+    return setup
+
+
+# Host or group variables that set a host's own task files.
+_HOST_TASK_VARIABLES = {'drain_tasks': 'rolling_drain_tasks', 'verify_tasks': 'rolling_verify_tasks',
+                        'undrain_tasks': 'rolling_undrain_tasks'}
+
+
+def rolling_setup(maintenance_groups, inventory_groups, play_hosts, group_settings=None, default_settings=None,
+                  host_overrides=None, options=None, shipped_dir='', base_dir='.', hostvars=None):
+    """Checked inputs and per-host settings of a rolling maintenance run.
+
+    With ``hostvars``, each host's own ``rolling_*_tasks`` variables are read
+    from it (unless ``host_overrides`` gives them), and every ``rolling_*``
+    variable name defined for a host or as an extra var is checked for typos.
+    """
+    play_hosts = _plain(play_hosts)
+    host_overrides = _mapping(host_overrides, 'host_overrides', 'rolling_setup')
+    options = _mapping(options, 'options', 'rolling_setup')
+    if isinstance(hostvars, Mapping):
+        names = set(options.get('defined_variables') or [])
+        for host in play_hosts:
+            variables = hostvars[host] if host in hostvars else {}
+            names.update(name for name in variables if str(name).startswith('rolling_'))
+            if host not in host_overrides:
+                host_overrides[host] = dict((key, _plain(variables.get(name)))
+                                            for key, name in _HOST_TASK_VARIABLES.items())
+                # The VM name, when the inventory knows it, before the host answers.
+                host_overrides[host]['resource_name'] = _plain(variables.get('azure_scheduled_events_resource_name'))
+        options['defined_variables'] = sorted(names)
+    return build_setup(_plain(maintenance_groups), _mapping(inventory_groups, 'inventory_groups', 'rolling_setup'),
+                       play_hosts, group_settings=_plain(group_settings), default_settings=_plain(default_settings),
+                       host_overrides=host_overrides, options=options, shipped_dir=shipped_dir, base_dir=base_dir)
+
+
+def rolling_reconcile(state, setup, options=None, hostvars=None, result_key=None, answering=None, results=None,
+                      now=None):
+    """One pass of the planner.
+
+    With ``result_key``, this round's observation is read from ``hostvars``:
+    the registered scheduled_events_info result of every host of
+    ``answering`` (the hosts still in the play); every other host of the run
+    is unknown this round. Without it, only ``results`` are recorded.
+    """
+    setup = _setup(setup, 'rolling_reconcile')
+    observation = None
+    if result_key:
+        if not isinstance(hostvars, Mapping):
+            raise AnsibleFilterError('rolling_reconcile: hostvars must be given with result_key')
+        alive = [host for host in _plain(answering or []) if host in setup['hosts']]
+        pairs = host_results(hostvars, hosts=alive, result_key=result_key)
+        observation = observe(pairs, list(setup['hosts']), merge_fleet_events(pairs))
+    epoch = _epoch(now)
+    out = reconcile(_plain(state) if state else None, observation, _mapping(results, 'results', 'rolling_reconcile'),
+                    epoch, setup, _mapping(options, 'options', 'rolling_reconcile'))
+    out['now'] = epoch
+    out['unknown'] = observation['unknown'] if observation else []
+    return out
+
+
+def rolling_results(actions, hostvars, phase, fact='_rolling_step'):
+    """What the hosts named in ``actions`` reported for ``phase`` (prepare or release).
+
+    Each host sets ``fact`` to ``{action: error or ''}`` as it goes; an action
+    a host was asked for but did not report (it became unreachable, its
+    tasks were interrupted) is an error.
+    """
+    if phase not in PHASE_ACTIONS:
+        raise AnsibleFilterError('rolling_results: phase must be one of %s, got %r'
+                                 % (', '.join(sorted(PHASE_ACTIONS)), phase))
+    actions = _mapping(actions, 'actions', 'rolling_results')
+    results = dict((name, {}) for name in PHASE_ACTIONS[phase])
+    for host, asked in sorted((actions.get('hosts') or {}).items()):
+        reported = hostvars[host].get(fact) if host in hostvars else None
+        reported = _plain(reported) if isinstance(reported, Mapping) else {}
+        for name in PHASE_ACTIONS[phase]:
+            if not asked.get(name):
+                continue
+            error = reported.get(name, 'no result from %s (unreachable, or its tasks were interrupted)' % host)
+            if name == 'approve':
+                for event_id in asked['approve']:
+                    results['approve'][event_id] = error
+                    if not error and reported.get('approved_at') not in (None, ''):
+                        # When the POST was answered, not when the next round looked.
+                        results.setdefault('approved_at', {})[event_id] = _epoch(reported['approved_at'])
+            else:
+                results[name][host] = error
+    return results
+
+
+def rolling_report(state, run=None):
+    """The report (run summary, events with their milestones and outcome, timeline bars) of a run."""
+    run = _mapping(run, 'run', 'rolling_report')
+    for key in ('started', 'finished'):
+        if run.get(key) not in (None, ''):
+            run[key] = _epoch(run[key])
+    if run.get('started') is not None and run.get('finished') is None:
+        # The report is written as the run ends.
+        run['finished'] = _epoch(None)
+    return build_report(_mapping(state, 'state', 'rolling_report'), run)
 
 
 def rolling_host_status(per_host, result_key, hosts):
@@ -77,19 +182,9 @@ def rolling_host_status(per_host, result_key, hosts):
     return host_status(host_results(per_host, hosts=hosts, result_key=result_key), hosts)
 
 
-def rolling_describe(entry):
-    """One line about a rolling_plan entry."""
-    return describe_entry(_mapping(entry, 'entry', 'rolling_describe'))
-
-
 def rolling_event_row(event):
     """A table row about one event, for maintenance_overview.yml."""
     return event_row(_mapping(event, 'event', 'rolling_event_row'))
-
-
-def rolling_report(records, run=None):
-    """The report (run summary, events with their milestones, timeline bars) of a run."""
-    return build_report(_mapping(records, 'records', 'rolling_report'), _mapping(run, 'run', 'rolling_report'))
 
 
 class FilterModule(object):
@@ -97,9 +192,9 @@ class FilterModule(object):
     def filters(self):
         return {
             'rolling_setup': rolling_setup,
-            'rolling_plan': rolling_plan,
-            'rolling_host_status': rolling_host_status,
-            'rolling_describe': rolling_describe,
-            'rolling_event_row': rolling_event_row,
+            'rolling_reconcile': rolling_reconcile,
+            'rolling_results': rolling_results,
             'rolling_report': rolling_report,
+            'rolling_host_status': rolling_host_status,
+            'rolling_event_row': rolling_event_row,
         }

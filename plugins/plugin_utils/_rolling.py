@@ -2,14 +2,13 @@
 # Copyright (c) azure_maintenance.scheduled_events contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Rolling maintenance: input checks, the plan, the report. Internal use only.
+"""Rolling maintenance: input checks and the report. Internal use only.
 
-Controller-side logic of ``playbooks/rolling_maintenance.yml``, kept in
-Python so that every safety rule is one readable function with unit tests.
-The playbook calls it through the ``rolling_*`` filters. Events come in the
-merged form of the ``fleet_events`` filter: normalized events, each with the
-inventory ``hosts`` it affects and the ``unmatched_resources`` no host answers
-to.
+Controller-side logic of ``playbooks/rolling_maintenance.yml`` around the
+planner in ``_rolling_controller``: ``build_setup`` checks the inputs and
+resolves every host's settings before anything happens; ``build_report``
+turns the planner's records into the report. The playbook calls them through
+the ``rolling_*`` filters.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import difflib
 import math
 import os
 import re
@@ -25,45 +25,21 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
     EVENT_SOURCES,
     EVENT_TYPES,
 )
-from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_select import (
-    event_id_key,
-    leader_of,
-    same_resource,
+from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling_controller import (
+    DEFAULT_EVENT_TYPES,
+    FAILING_OUTCOMES,
+    MILESTONES,
+    OUTCOME_LABELS,
+    OUTCOMES,
+    OVER_BUDGET_CHOICES,
+    outcome_of,
+    worst_outcome,
 )
-from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_time import parse_timestamp
 
 TASK_FILE_KEYS = ('drain_tasks', 'verify_tasks', 'undrain_tasks')
 GROUP_SETTING_KEYS = TASK_FILE_KEYS + ('max_unavailable',)
 
-# The VM restarts or moves: wait for the hosts to answer again before verifying.
-RESTARTING_TYPES = ('Reboot', 'Redeploy')
-# The VM is deleted: nothing comes back to verify or return to service.
-DELETING_TYPES = ('Preempt', 'Terminate')
-
-DEFAULT_EVENT_TYPES = ('Freeze', 'Reboot', 'Redeploy')
-
-# What the playbook does with an event. ``await`` events (not to be approved)
-# have their hosts drained and are then "parked" until Azure starts them at
-# NotBefore; meanwhile they are ``wait`` and their hosts count as down; once
-# Started or gone they are recovered like any other.
-ACTION_RECOVER = 'recover'
-ACTION_APPROVE = 'approve'
-ACTION_AWAIT = 'await'
-ACTION_WAIT = 'wait'
-ACTION_SKIP = 'skip'
-ACTION_IGNORE = 'ignore'
-ACTIONABLE = (ACTION_RECOVER, ACTION_APPROVE, ACTION_AWAIT)
-# Events that start at NotBefore whatever we do are drained before the ones
-# we release ourselves: the latter wait for us, the former do not.
-_ACTION_RANK = {ACTION_RECOVER: 0, ACTION_AWAIT: 1, ACTION_APPROVE: 2, ACTION_WAIT: 3, ACTION_SKIP: 4,
-                ACTION_IGNORE: 5}
-
 _PERCENT = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*%\s*$')
-
-# Milestones of an event, in the order they happen, as stored by the playbook
-# (epoch seconds) and shown by the report.
-MILESTONES = ('detected', 'drain_started', 'drained', 'approved', 'started', 'completed', 'back',
-              'verified', 'undrained')
 
 
 class RollingInputError(ValueError):
@@ -153,7 +129,7 @@ def build_setup(maintenance_groups, inventory_groups, play_hosts, group_settings
     default_settings = default_settings if default_settings is not None else {}
     host_overrides = host_overrides or {}
     options = options or {}
-    result = {'problems': problems, 'groups': {}, 'hosts': {}}
+    result = {'problems': problems, 'warnings': [], 'groups': {}, 'hosts': {}}
 
     if not isinstance(maintenance_groups, (list, tuple)) or not maintenance_groups \
             or not all(isinstance(name, str) and name for name in maintenance_groups):
@@ -225,6 +201,8 @@ def build_setup(maintenance_groups, inventory_groups, play_hosts, group_settings
                     problems.append('host %s (group %s): %s %r does not exist (looked for %s); a bare name means '
                                     'a task file shipped in the collection\'s playbooks/tasks' % (host, group, key, value, path))
                 resolved[key] = path
+            if own.get('resource_name'):
+                resolved['resource_name'] = str(own['resource_name'])
             if resolved['drain_tasks'] and not resolved['undrain_tasks']:
                 one_way.append(host)
             result['hosts'][host] = resolved
@@ -237,12 +215,53 @@ def build_setup(maintenance_groups, inventory_groups, play_hosts, group_settings
     for name in ('approve', 'allow_foreign_resources'):
         if name in options and not isinstance(options[name], bool):
             problems.append('rolling_%s must be true or false, got %r' % (name, options[name]))
-    for name in ('time_budget_seconds', 'event_timeout_seconds', 'await_limit_seconds', 'urgent_seconds',
-                 'settle_seconds', 'poll_interval_seconds', 'back_timeout_seconds', 'imds_poll_interval_seconds',
-                 'max_rounds'):
+    if options.get('over_budget', 'fail') not in OVER_BUDGET_CHOICES:
+        problems.append('rolling_over_budget must be one of %s, got %r'
+                        % (', '.join(OVER_BUDGET_CHOICES), options.get('over_budget')))
+    for name in ('time_budget_seconds', 'settle_seconds', 'poll_interval_seconds', 'back_timeout_seconds',
+                 'observe_timeout_seconds', 'max_rounds'):
         if name in options:
             _check_positive(options, name, problems)
+    if options.get('drain_lead_seconds') not in (None, ''):
+        _check_positive(options, 'drain_lead_seconds', problems)
+    result['warnings'] = check_variable_names(options.get('defined_variables') or [], problems)
     return result
+
+
+# Every rolling_* variable the playbook reads. Another name starting with
+# rolling_ is a typo until proven otherwise: it would be ignored silently.
+KNOWN_VARIABLES = (
+    'rolling_group_settings', 'rolling_default_settings', 'rolling_drain_tasks', 'rolling_verify_tasks',
+    'rolling_undrain_tasks', 'rolling_event_types', 'rolling_event_sources', 'rolling_approve',
+    'rolling_allow_foreign_resources', 'rolling_over_budget', 'rolling_drain_lead_seconds',
+    'rolling_time_budget_seconds', 'rolling_settle_seconds', 'rolling_poll_interval_seconds',
+    'rolling_back_timeout_seconds', 'rolling_observe_timeout_seconds', 'rolling_max_rounds', 'rolling_report_dir',
+)
+# Read by earlier versions; the controller has no use for them any more.
+OBSOLETE_VARIABLES = {
+    'rolling_event_timeout_seconds': 'every event is followed every round; rolling_time_budget_seconds bounds the run',
+    'rolling_await_limit_seconds': 'events that cannot be approved are drained rolling_drain_lead_seconds before '
+                                   'NotBefore',
+    'rolling_urgent_seconds': 'events are ordered User first, then by NotBefore',
+    'rolling_imds_poll_interval_seconds': 'the controller reads every host once per round',
+}
+
+
+def check_variable_names(names, problems):
+    """Report misspelled ``rolling_*`` variables as problems; return warnings about obsolete ones."""
+    warnings, unknown = [], []
+    for name in sorted(set(str(item) for item in names if str(item).startswith('rolling_'))):
+        if name in KNOWN_VARIABLES:
+            continue
+        if name in OBSOLETE_VARIABLES:
+            warnings.append('%s is no longer used: %s' % (name, OBSOLETE_VARIABLES[name]))
+            continue
+        close = difflib.get_close_matches(name, KNOWN_VARIABLES, n=1)
+        unknown.append(name + (' (did you mean %s?)' % close[0] if close else ''))
+    if unknown:
+        problems.append('unknown variable(s) %s: the rolling_* prefix belongs to this playbook, whose variables '
+                        'are %s; rename your own variables' % (', '.join(unknown), ', '.join(KNOWN_VARIABLES)))
+    return warnings
 
 
 def host_status(pairs, play_hosts):
@@ -257,213 +276,6 @@ def host_status(pairs, play_hosts):
     return {'resource_names': names, 'unavailable': unavailable}
 
 
-def _sorted_hosts(event, hosts, resource_names):
-    """``hosts`` in the order their VMs appear in the event's Resources."""
-    def position(host):
-        name = resource_names.get(host)
-        for index, resource in enumerate(event.get('resources') or []):
-            if same_resource(resource, name):
-                return index
-        return len(event.get('resources') or [])
-    return sorted(hosts, key=lambda host: (position(host), host))
-
-
-def _seconds_until(event, now):
-    moment = parse_timestamp(event.get('not_before')) if event.get('not_before') else None
-    return None if moment is None else moment - now
-
-
-def _matches(value, wanted):
-    return value is not None and str(value).lower() in [str(item).lower() for item in wanted]
-
-
-def build_plan(events, resource_names, setup, unavailable_hosts=None, stopped_groups=None, done_ids=None,
-               options=None, now=None, parked=None):
-    """Decide, for every merged event, what the playbook does with it.
-
-    ``events``: merged events (normalized keys plus ``hosts``, the inventory
-    hosts each affects). ``resource_names``: host -> the VM name IMDS knows
-    it by, for every host that answered. ``setup``: the result of
-    ``build_setup``. ``unavailable_hosts``: hosts that did not answer or are
-    known to be down. ``stopped_groups``: group -> why its approvals stopped.
-    ``done_ids``: events this run already handled. ``parked``: event id ->
-    ``{'hosts', 'event_type', ...}`` of events whose hosts were drained to wait
-    for NotBefore; one that is gone from ``events`` gets a ``recover`` entry
-    (status ``Gone``) so its hosts are verified and returned to service.
-
-    Returns the entries in handling order; each is the event plus ``hosts``
-    (managed hosts affected), ``groups``, ``group``, ``foreign_resources``,
-    ``action`` (recover, approve, await, skip, ignore), ``reason``,
-    ``actionable``, ``approver``, ``leader``, ``wait_back``, ``recovers``,
-    ``seconds_until_not_before``.
-    """
-    options = options or {}
-    unavailable = set(unavailable_hosts or [])
-    stopped_groups = stopped_groups or {}
-    done = set(event_id_key(event_id) for event_id in (done_ids or []))
-    now = now if now is not None else _utc_now()
-    event_types = options.get('event_types') or DEFAULT_EVENT_TYPES
-    event_sources = options.get('event_sources') or EVENT_SOURCES
-    approve = options.get('approve', True)
-    allow_foreign = options.get('allow_foreign_resources', False)
-    await_limit = float(options.get('await_limit_seconds', 1800))
-    groups_order = list(setup.get('groups', {}))
-    host_group = dict((host, info['group']) for host, info in setup.get('hosts', {}).items())
-    known_names = [name for host, name in resource_names.items() if name and host in host_group]
-
-    def group_of_host(host):
-        return host_group.get(host)
-
-    parked = dict((event_id_key(event_id), record) for event_id, record in (parked or {}).items())
-    present = set(event_id_key(event.get('event_id')) for event in events)
-    events = list(events) + [_gone_parked_event(record) for key, record in sorted(parked.items())
-                             if key not in present and key not in done]
-    # Hosts of events already Started are down now, whoever started them, and
-    # so are the hosts drained for a parked event.
-    down_by_started = {}
-    for event in events:
-        key = event_id_key(event.get('event_id'))
-        if key not in done and (event.get('event_status') == 'Started' or key in parked):
-            for host in event.get('hosts') or []:
-                down_by_started[host] = event.get('event_id')
-    parked_hosts = {}
-    for key, record in parked.items():
-        for host in record.get('hosts') or []:
-            parked_hosts[host] = record.get('event_id') or key
-
-    plan = []
-    for event in events:
-        entry = dict(event)
-        hosts = [host for host in (event.get('hosts') or []) if host in host_group]
-        hosts = _sorted_hosts(event, hosts, resource_names)
-        groups = [group for group in groups_order if any(group_of_host(host) == group for host in hosts)]
-        # fleet_events already lists the Resources no host answers to; the
-        # check is repeated so that a host left out of resource_names (it
-        # failed or is outside the maintenance groups) also counts as foreign.
-        foreign = list(event.get('unmatched_resources') or [])
-        foreign += [name for name in event.get('resources') or []
-                    if name not in foreign and not any(same_resource(name, known) for known in known_names)]
-        leader = leader_of(event)
-        leader_hosts = [host for host in hosts if same_resource(resource_names.get(host), leader)]
-        approver = (leader_hosts or hosts or [None])[0]
-        # While an event is Started its own VMs may be frozen or rebooting and
-        # unable to answer, so a host that only sees it follows it if possible.
-        bystanders = [host for host in event.get('seen_by') or []
-                      if host in host_group and host not in hosts and host not in unavailable]
-        entry.update(hosts=hosts, groups=groups, group=groups[0] if groups else None, foreign_resources=foreign,
-                     leader=leader, approver=approver, watcher=(bystanders or [approver])[0],
-                     wait_back=event.get('event_type') in RESTARTING_TYPES,
-                     recovers=event.get('event_type') not in DELETING_TYPES,
-                     seconds_until_not_before=_seconds_until(event, now))
-        if event_id_key(event.get('event_id')) in parked and event_id_key(event.get('event_id')) not in done:
-            entry['action'], entry['reason'] = _decide_parked(entry)
-        else:
-            entry['action'], entry['reason'] = _decide(entry, event_types, event_sources, approve, allow_foreign,
-                                                       await_limit, done, stopped_groups, unavailable, down_by_started,
-                                                       setup, group_of_host, parked_hosts)
-        entry['parked'] = event_id_key(event.get('event_id')) in parked
-        entry['actionable'] = entry['action'] in ACTIONABLE
-        plan.append(entry)
-
-    urgent_within = float(options.get('urgent_seconds', 600))
-
-    def order(entry):
-        # Maintenance groups are handled in their order, except that an event
-        # whose NotBefore is near goes first, earliest first: it starts then
-        # whether its hosts are drained or not.
-        group_rank = groups_order.index(entry['group']) if entry['group'] in groups_order else len(groups_order)
-        not_before = entry.get('seconds_until_not_before')
-        not_before = not_before if not_before is not None else float('-inf')
-        urgency = not_before if not_before <= urgent_within else float('inf')
-        return (_ACTION_RANK[entry['action']], urgency, group_rank, not_before, event_id_key(entry.get('event_id')) or '')
-    return sorted(plan, key=order)
-
-
-def _gone_parked_event(record):
-    event = dict((key, record.get(key)) for key in ('event_id', 'event_type', 'event_source', 'resources',
-                                                    'description', 'duration_in_seconds'))
-    event.update(event_status='Gone', not_before=None, not_before_raw=None, hosts=list(record.get('hosts') or []),
-                 seen_by=[], unmatched_resources=list(record.get('foreign_resources') or []))
-    return event
-
-
-def _decide_parked(entry):
-    if entry.get('event_status') == 'Scheduled':
-        return ACTION_WAIT, 'parked with its hosts out of service (drained, where the group drains); Azure starts ' \
-                            'it at NotBefore %s' % (entry.get('not_before_raw') or '')
-    if entry.get('event_status') == 'Gone':
-        return ACTION_RECOVER, 'over (gone from the document) while its hosts were drained; recover them'
-    return ACTION_RECOVER, 'started at its NotBefore while its hosts were drained; recover after it'
-
-
-def _decide(entry, event_types, event_sources, approve, allow_foreign, await_limit, done, stopped_groups,
-            unavailable, down_by_started, setup, group_of_host, parked_hosts):
-    hosts = entry['hosts']
-    if not hosts:
-        return ACTION_IGNORE, 'affects no host of the maintenance groups'
-    if event_id_key(entry.get('event_id')) in done:
-        return ACTION_IGNORE, 'already handled in this run'
-    if not _matches(entry.get('event_type'), event_types):
-        return ACTION_SKIP, 'event type %s is not in rolling_event_types (%s)' % (
-            entry.get('event_type'), ', '.join(event_types))
-    if not _matches(entry.get('event_source'), event_sources):
-        return ACTION_SKIP, 'event source %s is not in rolling_event_sources (%s)' % (
-            entry.get('event_source'), ', '.join(event_sources))
-    for group in entry['groups']:
-        if group in stopped_groups:
-            return ACTION_SKIP, 'approvals for group %s stopped earlier: %s' % (group, stopped_groups[group])
-    if entry.get('event_status') == 'Started':
-        return ACTION_RECOVER, 'already Started when detected (no notice, e.g. a host hardware failure): no drain, ' \
-                               'no approval; recover after it'
-    # Recovering such a host after this event would return it to service
-    # while the parked event is still to come.
-    held = [host for host in hosts if host in parked_hosts]
-    if held and entry.get('event_status') != 'Started':
-        return ACTION_SKIP, 'host(s) %s are drained for event %s, which starts at its NotBefore; this one waits ' \
-                            'until that one is over' % (', '.join(held), parked_hosts[held[0]])
-    silent = [host for host in hosts if host in unavailable]
-    if silent:
-        return ACTION_SKIP, 'host(s) %s did not answer the Scheduled Events query, so they cannot be drained' \
-            % ', '.join(silent)
-    for group in entry['groups']:
-        info = setup['groups'][group]
-        affected = set(host for host in hosts if group_of_host(host) == group)
-        already_down = set(host for host in info['hosts']
-                           if host not in affected and (host in unavailable or host in down_by_started))
-        if len(affected) + len(already_down) > info['limit']:
-            detail = '%d host(s) of group %s affected (%s)' % (len(affected), group, ', '.join(sorted(affected)))
-            if already_down:
-                detail += ' while %d already down (%s)' % (len(already_down), ', '.join(sorted(already_down)))
-            return ACTION_SKIP, '%s: more than max_unavailable %s (= %d host(s)) would be down' \
-                % (detail, info['max_unavailable'], info['limit'])
-    if entry['foreign_resources'] and not allow_foreign:
-        reason = 'Resources include %s, which no host of this run answers to: approving would release maintenance ' \
-                 'on machines that were not drained (rolling_allow_foreign_resources is false)' \
-                 % ', '.join(entry['foreign_resources'])
-    elif not approve:
-        reason = 'approval is off (rolling_approve is false)'
-    else:
-        return ACTION_APPROVE, 'all affected hosts are managed here and within max_unavailable'
-    until = entry.get('seconds_until_not_before')
-    if until is None or until > await_limit:
-        return ACTION_SKIP, '%s; NotBefore %s is more than rolling_await_limit_seconds (%d) away, so it is left ' \
-                            'for a later run' % (reason, entry.get('not_before_raw') or '(unknown)', await_limit)
-    return ACTION_AWAIT, '%s; drain now, let it start at NotBefore, recover after it' % reason
-
-
-def describe_entry(entry):
-    """One line about a plan entry, for people following the run."""
-    hosts = ', '.join(entry.get('hosts') or []) or 'no managed host'
-    status = entry.get('event_status') or '?'
-    when = ''
-    if status == 'Scheduled' and entry.get('not_before'):
-        when = ' NotBefore %s' % entry['not_before']
-    return '%s %s %s %s (%s, %s%s) on %s: %s' % (
-        entry.get('action', '?').upper(), entry.get('event_type') or '?', entry.get('event_id') or '?',
-        'in group ' + entry['group'] if entry.get('group') else 'outside the groups', entry.get('event_source') or '?',
-        status, when, hosts, entry.get('reason') or '')
-
-
 def event_row(event):
     """A fixed-width table row about one normalized event, for overviews."""
     duration = event.get('duration_in_seconds')
@@ -471,10 +283,6 @@ def event_row(event):
         event.get('event_status') or '?', event.get('event_type') or '?', event.get('event_source') or '-',
         event.get('not_before') or '(started)', '?' if duration in (None, -1) else '%ss' % duration,
         (event.get('leader') or '-')[:17], event.get('event_id') or '?')
-
-
-def _utc_now():
-    return (datetime.datetime.utcnow() - datetime.datetime(1970, 1, 1)).total_seconds()
 
 
 def format_epoch(epoch):
@@ -485,53 +293,63 @@ def format_epoch(epoch):
     return moment.strftime('%Y-%m-%dT%H:%M:%S.') + '%03dZ' % (moment.microsecond // 1000)
 
 
-def _span(record, start, end):
-    if record.get(start) is None or record.get(end) is None:
+def _span(times, start, end):
+    if times.get(start) is None or times.get(end) is None:
         return None
-    return round(float(record[end]) - float(record[start]), 3)
+    return round(float(times[end]) - float(times[start]), 3)
 
 
-# Timeline bars: (name, from milestone, to milestone). The first milestone
-# present of each "to" list ends the bar, so a recovered event (no drain, no
-# approval) still shows its impact and verification.
-_PHASES = (
-    ('notice', 'detected', ('drain_started', 'approved', 'started')),
-    ('drain', 'drain_started', ('drained',)),
+# Timeline bars: (phase, from milestone, to milestones). The first "to"
+# milestone present ends the bar, so an event that started without a drain
+# still shows its notice and its impact.
+PHASES = (
+    ('notice', 'seen', ('drain_started', 'started')),
+    ('drain', 'drain_started', ('drained', 'started')),
     ('approval', 'drained', ('approved', 'started')),
     ('starting', 'approved', ('started',)),
-    ('impact', 'started', ('completed',)),
-    ('return', 'completed', ('back', 'verified')),
-    ('verify', 'back', ('verified',)),
+    ('impact', 'started', ('impact_over', 'gone')),
+    ('verify', 'impact_over', ('verified',)),
     ('undrain', 'verified', ('undrained',)),
 )
 
+# Record fields the report shows as they are.
+_REPORTED_FIELDS = ('event_id', 'event_type', 'event_source', 'description', 'duration_in_seconds',
+                    'status_when_seen', 'status', 'not_before', 'resources', 'hosts', 'groups', 'foreign_resources',
+                    'approver', 'state', 'reason', 'outcome_reason', 'undrained_at_start', 'verified_hosts',
+                    'failed_hosts', 'errors', 'warnings', 'changes')
 
-def build_report(records, run):
+
+def build_report(state, run):
     """The report of a run, for the JSON file and the HTML page.
 
-    ``records``: event id -> record (event fields, plan ``action``/``reason``,
-    ``outcome``, ``error`` and the milestones as epoch seconds).
-    ``run``: ``{'started', 'finished'}`` epochs and anything else to show
-    (groups, options, stop reason).
+    ``state``: the planner's state at the end of the run. ``run``:
+    ``{'started', 'finished'}`` epochs and anything else to show (groups,
+    stop reason, rounds). Every event gets its outcome (see
+    ``_rolling_controller.OUTCOMES``); the summary line and ``failed`` follow
+    the worst outcome.
     """
+    records = list(((state or {}).get('events') or {}).values())
     events = []
-    for record in records.values():
-        event = dict((key, value) for key, value in record.items() if key not in MILESTONES)
-        event['times'] = dict((name, format_epoch(record.get(name))) for name in MILESTONES)
+    for record in records:
+        event = dict((key, record.get(key)) for key in _REPORTED_FIELDS)
+        event['outcome'] = outcome_of(record)
+        event['outcome_label'] = OUTCOME_LABELS[event['outcome']]
+        times = record.get('times') or {}
+        event['times'] = dict((name, format_epoch(times.get(name))) for name in MILESTONES)
         event['durations'] = {
-            'detection_to_approval': _span(record, 'detected', 'approved'),
-            'drain': _span(record, 'drain_started', 'drained'),
-            'approval_to_start': _span(record, 'approved', 'started'),
-            'impact': _span(record, 'started', 'completed'),
-            'verify': _span(record, 'back' if record.get('back') is not None else 'completed', 'verified'),
-            'total': _span(record, 'detected', 'undrained' if record.get('undrained') is not None else 'completed'),
+            'notice': _span(times, 'seen', 'started'),
+            'detection_to_approval': _span(times, 'seen', 'approved'),
+            'drain': _span(times, 'drain_started', 'drained'),
+            'approval_to_start': _span(times, 'approved', 'started'),
+            'impact': _span(times, 'started', 'impact_over'),
+            'verify': _span(times, 'impact_over', 'verified'),
+            'total': _span(times, 'seen', 'undrained' if times.get('undrained') is not None else 'gone'),
         }
-        event['_epochs'] = dict((name, record.get(name)) for name in MILESTONES)
+        event['_epochs'] = dict((name, times.get(name)) for name in MILESTONES)
         events.append(event)
-    events.sort(key=lambda item: (item['_epochs'].get('detected') or float('inf'), item.get('event_id') or ''))
+    events.sort(key=lambda item: (item['_epochs'].get('seen') or float('inf'), item.get('event_id') or ''))
 
-    start = run.get('started')
-    end = run.get('finished')
+    start, end = run.get('started'), run.get('finished')
     epochs = [value for event in events for value in event['_epochs'].values() if value is not None]
     if start is None and epochs:
         start = min(epochs)
@@ -541,21 +359,28 @@ def build_report(records, run):
     for event in events:
         event['timeline'] = _timeline_bars(event['_epochs'], start or 0, span)
         del event['_epochs']
-    outcomes = {}
+
+    counts = {}
     for event in events:
-        outcomes[event.get('outcome') or 'pending'] = outcomes.get(event.get('outcome') or 'pending', 0) + 1
+        counts[event['outcome']] = counts.get(event['outcome'], 0) + 1
+    worst = worst_outcome(counts)
+    failed = any(name in FAILING_OUTCOMES for name in counts)
+    order = [name for name, _label, _fails in OUTCOMES]
+    parts = ['%d %s' % (counts[name], OUTCOME_LABELS[name]) for name in order if name in counts]
     summary = dict(run)
-    summary.update(started=format_epoch(start), finished=format_epoch(end),
-                   wall_seconds=round(span, 3) if start is not None else 0, outcomes=outcomes,
-                   events=len(events),
-                   approved=sorted(event['event_id'] for event in events if event['times']['approved']))
-    return {'run': summary, 'events': events,
-            'ticks': _ticks(span)}
+    summary.update(
+        started=format_epoch(start), finished=format_epoch(end), wall_seconds=round(span, 3) if start is not None else 0,
+        events=len(events), outcomes=counts, worst_outcome=worst, failed=failed,
+        summary='%s: %d event(s)%s' % ('FAILED' if failed else 'succeeded', len(events),
+                                       (': ' + ', '.join(parts)) if parts else ''),
+        approved=sorted(event['event_id'] for event in events if event['times']['approved']))
+    return {'run': summary, 'events': events, 'ticks': _ticks(span),
+            'phases': [name for name, _begin, _ends in PHASES]}
 
 
 def _timeline_bars(epochs, start, span):
     bars = []
-    for name, begin, ends in _PHASES:
+    for name, begin, ends in PHASES:
         if epochs.get(begin) is None:
             continue
         finish = next((epochs[end] for end in ends if epochs.get(end) is not None), None)

@@ -61,13 +61,15 @@ def test_runner_job_events_and_simulator_log(tmp_path, monkeypatch):
     assert stats['failures'] == {} and stats['dark'] == {}
     # The approval task ran once, on the event's leader, and changed something there only.
     approvals_done = [event for event in events if event['event'] == 'runner_on_ok'
-                      and event['event_data']['task'] == 'Approve the event once, from its leader']
+                      and event['event_data']['task'] == 'Approve the events once']
     assert [event['event_data']['host'] for event in approvals_done] == ['web0']
     assert approvals_done[0]['event_data']['res']['approved'] == [FREEZE_WEB_UD0]
-    # The plan runner showed names both events.
-    plans = [event['event_data']['res']['msg'] for event in events if event['event'] == 'runner_on_ok'
-             and event['event_data']['task'] == 'Show the plan']
-    assert any(HARDWARE_FAILURE in line and line.startswith('RECOVER') for plan in plans for line in plan)
+    # The planner's lines named both events, the hardware failure as seen already Started.
+    lines = [line for event in events if event['event'] == 'runner_on_ok'
+             and event['event_data']['task'] == 'Say what changed'
+             for line in event['event_data']['res']['msg']]
+    assert any(HARDWARE_FAILURE in line and 'seen Started' in line for line in lines), lines
+    assert any(FREEZE_WEB_UD0 in line and 'approving -> awaiting_start' in line for line in lines), lines
     # The simulator saw exactly one approval, for the Freeze; the hardware failure needs none.
     assert [(approval['vm'], approval['event_ids']) for approval in approvals] == [('web_0', [FREEZE_WEB_UD0])]
     assert world_events[FREEZE_WEB_UD0]['approvals'][0]['status_then'] == 'Scheduled'

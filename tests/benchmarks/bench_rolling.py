@@ -3,147 +3,129 @@
 # Copyright (c) azure_maintenance.scheduled_events contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Figures of the rolling maintenance playbook, on the e2e stage (real HAProxy).
+"""Figures of the rolling maintenance controller at 10, 50 and 100 simulated hosts.
 
-Scenario: the web group's three update domains, one after another (Freeze,
-Reboot, Redeploy), each taking its VMs down for --impact real seconds, under
-load through HAProxy, handled by playbooks/rolling_maintenance.yml.
+For each fleet size N (one inventory group, local connection, no drain tasks,
+simulator on ports the kernel chooses, its clock at real speed):
 
-1. Detection to approval per event (first round that saw it until the
-   approval POST) against that event's drain time. Target: at most drain
-   time + 5 s.
-2. Total wall time (first detection to last return to service) against the
-   sum of the events' impact durations plus drain and verify times. Target:
-   at most 1.2 times that sum.
-3. For contrast, the same scenario with approval off: every event waits for
-   its NotBefore (15 minutes of simulated notice each).
+1. Baseline, measured in the same run: one ad-hoc `scheduled_events_info`
+   read of all N hosts (`ansible all -m ...`), which is the floor of a round.
+2. Round time: the playbook's wall time from its first round to its report
+   divided by its rounds, with nothing to do (R idle rounds).
+3. Detection to approval for User events: a User Reboot created 5 s into a
+   run; "detected" is when the event appeared in the simulator (its
+   created_at), "approved" the simulator's log of the approval POST.
+4. Total wall time of that run (ansible-playbook start to exit), and its
+   growth per host between the sizes.
 
-Prints the figures and whether each target is met; fails only when it cannot
-measure (the playbook fails, or haproxy is missing).
+Goals (issue 11; 2-core machine, local connections): a round over 100 hosts
+under 15 s, detection to approval with no drain tasks under 20 s at 100 hosts,
+wall time growing under 0.5 s per host. Prints the figures, their method and
+whether each goal is met; fails only when it cannot measure.
 
-Run alone:  .venv/bin/python tests/benchmarks/bench_rolling.py [--speed 12] [--impact 30] [--no-contrast]
+Run alone:  .venv/bin/python tests/benchmarks/bench_rolling.py [--sizes 10,50,100] [--forks 50] [--idle-rounds 4]
 """
 
 from __future__ import absolute_import, division, print_function
 
 import argparse
-import datetime
-import json
 import os
-import shutil
+import subprocess
 import sys
 import tempfile
+import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'e2e'))
+sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'rolling'))
 
-from stage.haproxy import haproxy_binary  # noqa: E402 pylint: disable=wrong-import-position
-from stage.rolling_stage import RollingStage, maintenance_scenario  # noqa: E402 pylint: disable=wrong-import-position
+from rolling_harness import RollingWorld, parse_iso  # noqa: E402 pylint: disable=wrong-import-position
 
-DETECTION_SLACK_SECONDS = 5.0
-WALL_RATIO_TARGET = 1.2
-# Its own loopback address: never meets the e2e test, the AWX test or the demo.
-ADDRESS = '127.0.0.3'
+USER_EVENT = 'BE000000-0000-4000-8000-000000000001'
 
 
-def epoch(iso_text):
-    return datetime.datetime.fromisoformat(iso_text.replace('Z', '+00:00')).timestamp() if iso_text else None
+def fleet(size):
+    return {'web': {'vms': [('vm_%d' % index, index % 5) for index in range(size)], 'max_unavailable': '10%'}}
 
 
-def scenario(speed, impact_real_seconds):
-    impact = int(impact_real_seconds * speed)
-    steps = [step for step in maintenance_scenario() if step['label'] in ('web_ud0', 'web_ud1', 'web_ud2')]
-    for step in steps:
-        step.update(impact_seconds=impact, linger_seconds=impact + int(speed))
-        if step['event_type'] == 'Freeze':
-            step['duration_seconds'] = impact
-    return steps
+def no_tasks(world):
+    return dict((group, {'max_unavailable': spec['max_unavailable']}) for group, spec in world.groups.items())
 
 
-def run(workdir, speed, impact, approve):
-    with RollingStage(workdir, address=ADDRESS, speed=speed) as stage:
-        load = stage.start_load()
-        stage.start_scenario(scenario(speed, impact))
-        web_only = {'web': stage.extra_vars()['rolling_group_settings']['web']}
-        code, log, seconds = stage.run_playbook(approve=approve, maintenance_groups=['web'],
-                                                rolling_group_settings=web_only,
-                                                rolling_settle_seconds=3, rolling_time_budget_seconds=3600,
-                                                rolling_event_timeout_seconds=3600)
-        load.stop()
-        if code != 0:
-            raise SystemExit('the playbook failed (exit %d); see %s' % (code, log))
-        report, dummy = stage.latest_report()
-        impacts = stage.fleet.impact_log()
-    return report, impacts, seconds, load.summary()
+def baseline_read(world, forks):
+    """Seconds for one parallel read of every host, ad hoc: the floor of a round."""
+    inventory = world.write_inventory()
+    env = world.ansible_env()
+    env['ANSIBLE_FORKS'] = str(forks)
+    command = [os.path.join(os.path.dirname(sys.executable), 'ansible'), 'all', '-i', inventory, '-o',
+               '-m', 'azure_maintenance.scheduled_events.scheduled_events_info',
+               '-a', 'endpoint={{ azure_scheduled_events_endpoint }} timeout=5 retries=1']
+    started = time.time()
+    result = subprocess.run(command, env=env, cwd=world.workdir, capture_output=True, text=True, timeout=600,
+                            check=False)
+    if result.returncode != 0:
+        raise RuntimeError('the baseline read failed: %s' % (result.stdout + result.stderr)[-2000:])
+    return time.time() - started
 
 
-def impact_seconds_by_event(impacts):
-    """Real seconds each event kept a VM down (longest VM of the event)."""
-    starts, spans = {}, {}
-    for entry in impacts:
-        key = (entry['event_id'], entry['vm'])
-        if entry['phase'] == 'start':
-            starts[key] = entry['time']
-        elif key in starts:
-            spans[entry['event_id']] = max(spans.get(entry['event_id'], 0), entry['time'] - starts[key])
-    return spans
+def measure(size, forks, idle_rounds):
+    figures = {'hosts': size}
+    with tempfile.TemporaryDirectory(prefix='bench-rolling-') as workdir:
+        with RollingWorld(workdir, fleet(size), forks=forks) as world:
+            world.control.set_throttle(enabled=False)
+            figures['baseline_read'] = baseline_read(world, forks)
 
+            idle = world.run_playbook(timeout=1800, rolling_group_settings=no_tasks(world),
+                                      rolling_max_rounds=idle_rounds, rolling_settle_seconds=10 ** 6,
+                                      rolling_poll_interval_seconds=1)
+            if idle.returncode != 0 or not idle.report:
+                raise RuntimeError('the idle run failed:\n%s' % idle.output[-3000:])
+            figures['round'] = idle.report['run']['wall_seconds'] / max(idle.report['run']['rounds'], 1)
+            figures['idle_rounds'] = idle.report['run']['rounds']
 
-def figures(report, impacts):
-    events = [event for event in report['events'] if event['times']['approved'] or event['times']['started']]
-    impact = impact_seconds_by_event(impacts)
-    rows, useful = [], 0.0
-    for event in events:
-        durations = event['durations']
-        drain = durations['drain'] or 0.0
-        verify = durations['verify'] or 0.0
-        useful += impact.get(event['event_id'], 0.0) + drain + verify
-        rows.append({'event': '%s %s' % (event['event_type'], ','.join(event['hosts'])),
-                     'detection_to_approval': durations['detection_to_approval'], 'drain': drain, 'verify': verify,
-                     'impact': round(impact.get(event['event_id'], 0.0), 2)})
-    first = min(epoch(event['times']['detected']) for event in events)
-    last = max(epoch(event['times']['undrained'] or event['times']['completed']) for event in events)
-    return rows, last - first, useful
+            world.start_scenario([{'at_seconds': 5, 'action': 'create_event', 'event_id': USER_EVENT,
+                                   'event_type': 'Reboot', 'resources': ['vm_1'], 'event_source': 'User',
+                                   'linger_seconds': 30}])
+            busy = world.run_playbook(timeout=1800, rolling_group_settings=no_tasks(world),
+                                      rolling_settle_seconds=3, rolling_poll_interval_seconds=1)
+            if busy.returncode != 0 or not busy.report:
+                raise RuntimeError('the run with a User event failed:\n%s' % busy.output[-3000:])
+            created = parse_iso(world.control.event(USER_EVENT)['created_at'])
+            approved = [at for at, _vm, ids in world.approvals() if USER_EVENT.lower() in ids]
+            figures['detection_to_approval'] = approved[0] - created if approved else None
+            figures['wall'] = busy.seconds
+            figures['rounds'] = busy.report['run']['rounds']
+    return figures
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
-    parser.add_argument('--speed', type=float, default=12.0, help='simulated seconds per real second')
-    parser.add_argument('--impact', type=float, default=30.0, help='real seconds each event keeps its VMs down')
-    parser.add_argument('--no-contrast', action='store_true', help='skip the run without approval')
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
+    parser.add_argument('--sizes', default='10,50,100')
+    parser.add_argument('--forks', type=int, default=50)
+    parser.add_argument('--idle-rounds', type=int, default=4)
     args = parser.parse_args()
-    if haproxy_binary() is None:
-        raise SystemExit('haproxy is not installed (apt-get install haproxy)')
-    workdir = tempfile.mkdtemp(prefix='bench-rolling-')
-    try:
-        report, impacts, seconds, load = run(os.path.join(workdir, 'approve'), args.speed, args.impact, True)
-        rows, wall, useful = figures(report, impacts)
-        print('Rolling maintenance, 3 update domains of 2 VMs, %.0f s impacts, speed %g, load %s req/s, %d failed'
-              % (args.impact, args.speed, load['rate'], load['failed']))
-        print('%-22s %12s %8s %8s %8s %s' % ('event', 'detect->ok', 'drain', 'verify', 'impact', 'target'))
-        all_met = True
-        for row in rows:
-            limit = row['drain'] + DETECTION_SLACK_SECONDS
-            met = row['detection_to_approval'] is not None and row['detection_to_approval'] <= limit
-            all_met = all_met and met
-            print('%-22s %11.2fs %7.2fs %7.2fs %7.2fs %s (<= %.2fs)' % (
-                row['event'], row['detection_to_approval'] or -1, row['drain'], row['verify'], row['impact'],
-                'met' if met else 'MISSED', limit))
-        ratio = wall / useful if useful else float('inf')
-        print('detection to approval: target drain + %.0f s %s' % (DETECTION_SLACK_SECONDS, 'met' if all_met else 'MISSED'))
-        print('total wall %.1f s vs impacts+drain+verify %.1f s: ratio %.2f, target <= %.1f %s'
-              % (wall, useful, ratio, WALL_RATIO_TARGET, 'met' if ratio <= WALL_RATIO_TARGET else 'MISSED'))
-        summary = {'detection_to_approval': rows, 'wall_seconds': round(wall, 2), 'useful_seconds': round(useful, 2),
-                   'wall_ratio': round(ratio, 3), 'playbook_seconds': round(seconds, 1)}
-        if not args.no_contrast:
-            report, impacts, seconds, load = run(os.path.join(workdir, 'wait'), args.speed, args.impact, False)
-            dummy, wall_waiting, dummy = figures(report, impacts)
-            print('without approval (every event waits for its NotBefore): wall %.1f s, %.1fx the approving run'
-                  % (wall_waiting, wall_waiting / wall))
-            summary['no_approval_wall_seconds'] = round(wall_waiting, 2)
-        print(json.dumps(summary, sort_keys=True))
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    sizes = [int(value) for value in args.sizes.split(',')]
+    print('Method: per size, a simulator (speed 1, throttle off) and a local-connection inventory; forks %d; '
+          'load average at start %.1f' % (args.forks, os.getloadavg()[0]))
+    results = []
+    for size in sizes:
+        figures = measure(size, args.forks, args.idle_rounds)
+        results.append(figures)
+        d2a = figures['detection_to_approval']
+        print('%4d hosts: baseline read %.1f s | round %.1f s (%d idle rounds) | User event detection->approval %s '
+              '| wall %.1f s (%d rounds)' % (size, figures['baseline_read'], figures['round'], figures['idle_rounds'],
+                                             '%.1f s' % d2a if d2a is not None else 'never', figures['wall'],
+                                             figures['rounds']))
+    print('load average at end %.1f' % os.getloadavg()[0])
+    biggest = results[-1]
+    if len(results) > 1:
+        slope = (results[-1]['wall'] - results[0]['wall']) / float(results[-1]['hosts'] - results[0]['hosts'])
+        print('wall growth: %.3f s per host (goal < 0.5)' % slope)
+    print('round at %d hosts: %.1f s (goal < 15 s at 100): %s' % (
+        biggest['hosts'], biggest['round'], 'met' if biggest['round'] < 15 else 'NOT met'))
+    d2a = biggest['detection_to_approval']
+    print('detection->approval at %d hosts: %s (goal < 20 s at 100): %s' % (
+        biggest['hosts'], '%.1f s' % d2a if d2a is not None else 'never', 'met' if d2a is not None and d2a < 20
+        else 'NOT met'))
     return 0
 
 

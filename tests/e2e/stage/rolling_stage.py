@@ -10,7 +10,6 @@ serves through HAProxy (backends ``web`` and ``api``).
 
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -26,6 +25,10 @@ PLAYBOOK = 'azure_maintenance.scheduled_events.rolling_maintenance'
 
 if SIMULATOR_DIR not in sys.path:
     sys.path.insert(0, SIMULATOR_DIR)
+ROLLING_TESTS_DIR = os.path.join(COLLECTION_ROOT, 'tests', 'rolling')
+if ROLLING_TESTS_DIR not in sys.path:
+    sys.path.insert(0, ROLLING_TESTS_DIR)
+from rolling_harness import collections_path, run_streaming  # noqa: E402 pylint: disable=wrong-import-position
 from imds_simulator.process import SimulatorProcess  # noqa: E402 pylint: disable=wrong-import-position
 
 GROUPS = {
@@ -61,8 +64,10 @@ def maintenance_scenario():
     frozen, undrained server to fail requests past HAProxy's 1 s server
     time-out."""
     def step(label, event_id, event_type, resources, **fields):
+        # Events stay Started for Azure's typical 10 minutes, so a controller
+        # that reads every few seconds sees every one of them start.
         step = {'label': label, 'action': 'create_event', 'event_id': event_id, 'event_type': event_type,
-                'resources': resources, 'impact_seconds': 40, 'linger_seconds': 50}
+                'resources': resources, 'impact_seconds': 40, 'linger_seconds': 600}
         step.update(fields)
         if 'after_removed' not in step:
             step.setdefault('at_seconds', 0)
@@ -76,27 +81,12 @@ def maintenance_scenario():
         step('user_reboot', USER_REBOOT, 'Reboot', ['api_1'], at_seconds=10, event_source='User'),
         step('foreign', FOREIGN_FREEZE, 'Freeze', ['api_3', FOREIGN_VM[0]], at_seconds=20, duration_seconds=30,
              impact_seconds=30),
-        step('hardware_failure', HARDWARE_FAILURE, 'Reboot', ['web_5'], at_seconds=60, hardware_failure=True,
-             linger_seconds=120),
+        step('hardware_failure', HARDWARE_FAILURE, 'Reboot', ['web_5'], at_seconds=60, hardware_failure=True),
     ]
 
 
 def scenario_event_ids():
     return [step['event_id'] for step in maintenance_scenario()]
-
-
-def collections_path(workdir):
-    """A directory where ansible finds this checkout as azure_maintenance.scheduled_events."""
-    parts = COLLECTION_ROOT.split(os.sep)
-    if len(parts) >= 3 and parts[-3] == 'ansible_collections':
-        return os.sep.join(parts[:-3])
-    parent = os.path.join(workdir, 'collections')
-    namespace = os.path.join(parent, 'ansible_collections', 'azure_maintenance')
-    os.makedirs(namespace, exist_ok=True)
-    link = os.path.join(namespace, 'scheduled_events')
-    if not os.path.islink(link):
-        os.symlink(COLLECTION_ROOT, link)
-    return parent
 
 
 class RollingStage:
@@ -207,16 +197,14 @@ class RollingStage:
             'maintenance_groups': list(GROUPS),
             'rolling_group_settings': settings,
             'rolling_approve': approve,
-            'rolling_settle_seconds': 6,
+            # Longer than an event stays in the document after it started
+            # (50 s here), so the run sees the next update domain arrive.
+            'rolling_settle_seconds': 60,
             'rolling_poll_interval_seconds': 1,
             'rolling_time_budget_seconds': 900,
-            'rolling_event_timeout_seconds': 600,
             # The simulated clock runs ahead of real time, so NotBefore looks
-            # further away than it is; await whatever the notice says.
-            'rolling_await_limit_seconds': 10 ** 7,
-            # For the same reason every event counts as urgent: earliest
-            # NotBefore first, across groups.
-            'rolling_urgent_seconds': 10 ** 7,
+            # further away than it is: drain events that cannot be approved at once.
+            'rolling_drain_lead_seconds': 10 ** 7,
             'rolling_report_dir': self.report_dir,
         }
         extra.update(overrides)
@@ -249,23 +237,8 @@ class RollingStage:
         log_path = os.path.join(self.workdir, log_name)
         started = time.time()
         command = [playbook_bin, '-i', inventory, PLAYBOOK, '-e', '@' + extra] + list(extra_args)
-        with open(log_path, 'w') as log:
-            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, env=self.ansible_env(), cwd=self.workdir, text=True)
-            try:
-                for line in process.stdout:
-                    log.write(line)
-                    if echo:
-                        sys.stdout.write(line)
-                        sys.stdout.flush()
-                    if time.time() - started > timeout:
-                        process.kill()
-                process.wait(timeout=30)
-            finally:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait(10)
-        return process.returncode, log_path, time.time() - started
+        code = run_streaming(command, self.ansible_env(), self.workdir, log_path, timeout=timeout, echo=echo)
+        return code, log_path, time.time() - started
 
     # -- reading what happened ----------------------------------------------
     def latest_report(self):

@@ -105,6 +105,11 @@ class SimulatorControl:
     def cancel_event(self, event_id):
         return self.call('DELETE', '/events/%s' % quote(event_id, safe=''))
 
+    def change_event(self, event_id, **changes):
+        """Change a Scheduled event: event_type, resources, not_before_seconds or not_before, description,
+        duration_seconds."""
+        return self.call('POST', '/events/%s/change' % quote(event_id, safe=''), changes)
+
     def start_event(self, event_id):
         return self.call('POST', '/events/%s/start' % quote(event_id, safe=''))
 

@@ -202,6 +202,11 @@ class ControlRequestHandler(JsonRequestHandler):
                 world.refresh()
                 return 200, world.event(parts[1]).describe()
             raise _Failure(405, 'use GET or DELETE on /events/<id>')
+        if len(parts) == 3 and parts[2] == 'change':
+            if method != 'POST':
+                raise _Failure(405, 'use POST on /events/<id>/change')
+            return 200, world.change_event(parts[1], self._need_object(
+                body, '{"event_type": "Freeze", "not_before_seconds": 300, "resources": ["vm"]}'))
         if len(parts) == 3 and parts[2] in ('start', 'tenants-approved'):
             if method != 'POST':
                 raise _Failure(405, 'use POST on /events/<id>/%s' % parts[2])

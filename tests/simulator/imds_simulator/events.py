@@ -178,6 +178,41 @@ def realism_warnings(checked, update_domains, now):
     return warnings
 
 
+# What Azure may change in an event that is still Scheduled.
+_CHANGE_KEYS = ('event_type', 'resources', 'not_before_seconds', 'not_before', 'description', 'duration_seconds')
+
+
+def check_event_change(request, event, known_vms, now):
+    """The checked changes to the Scheduled ``event``, or EventError naming the bad field.
+
+    Azure can change an event before it starts: another type (a Reboot that
+    turns out a Freeze), another NotBefore, other Resources (always VMs of the
+    event's group). Fields left out keep their value.
+    """
+    if not isinstance(request, dict) or not request:
+        raise EventError('the change must be a JSON object with some of %s' % ', '.join(_CHANGE_KEYS))
+    unknown = sorted(set(request) - set(_CHANGE_KEYS))
+    if unknown:
+        raise EventError('unknown field(s) %s; an event change may set: %s' % (', '.join(unknown), ', '.join(_CHANGE_KEYS)))
+    if event.status != 'Scheduled':
+        raise EventError('event %s is %s; only a Scheduled event can change' % (event.event_id, event.status),
+                         status=409)
+    # Reuse the checks of a new event on the event as it would become.
+    merged = {'event_type': request.get('event_type', event.event_type),
+              'resources': request.get('resources', event.resources), 'group': event.group,
+              'event_source': event.event_source, 'description': request.get('description', event.description),
+              'duration_seconds': request.get('duration_seconds', event.duration_seconds)}
+    if 'not_before_seconds' in request or 'not_before' in request:
+        for key in ('not_before_seconds', 'not_before'):
+            if key in request:
+                merged[key] = request[key]
+    else:
+        merged['not_before_seconds'] = max(0, event.not_before - now) if event.not_before is not None else 0
+    checked = check_event_request(merged, known_vms, now)
+    return dict((key, checked[key]) for key in ('event_type', 'resources', 'not_before', 'description',
+                                                'duration_seconds'))
+
+
 class ScheduledEvent:
     """The simulator's record of one event, including what IMDS never shows."""
 
@@ -208,6 +243,13 @@ class ScheduledEvent:
         self.approvals = []
         self.tenants_approved = False
         self.force_start = False
+        self.changes = []
+
+    def apply_change(self, changes):
+        """Apply what check_event_change returned."""
+        for key, value in changes.items():
+            setattr(self, key, value)
+        self.changes.append(dict(changes))
 
     @property
     def visible(self):
@@ -257,6 +299,8 @@ class ScheduledEvent:
             'approvals': list(self.approvals), 'hardware_failure': self.hardware_failure,
             'shared_host': self.shared_host, 'tenants_approved': self.tenants_approved,
             'impact_command': self.impact_command, 'warnings': list(self.warnings),
+            'changes': [dict(change, not_before=when(change['not_before'])) if 'not_before' in change else dict(change)
+                        for change in self.changes],
         }
 
 

@@ -16,6 +16,7 @@ __all__ = ['ScenarioError', 'BUILTIN_SCENARIOS', 'build_scenario', 'ScenarioRun'
 ACTIONS = {
     'create_event': (),
     'cancel_event': ('event',),
+    'change_event': ('event',),
     'start_event': ('event',),
     'tenants_approved': ('event',),
     'advance_clock': ('seconds',),

@@ -15,8 +15,8 @@ import time
 from .clock import format_iso, parse_iso
 from .config import ConfigError, parse_listen, validate_throttle, validate_vm
 from .faults import check_fault
-from .events import (EventError, ScheduledEvent, check_event_request, document_entry, realism_warnings,
-                     version_shows_type)
+from .events import (EventError, ScheduledEvent, check_event_change, check_event_request, document_entry,
+                     realism_warnings, version_shows_type)
 from .scenarios import ScenarioError, ScenarioRun, build_scenario
 
 __all__ = ['World', 'ApprovalError', 'DISABLE_AFTER_SECONDS']
@@ -315,6 +315,17 @@ class World:
             self.refresh()
             return event.describe()
 
+    def change_event(self, event_id, request):
+        """Change a Scheduled event as Azure may: type, NotBefore, Resources, description, duration."""
+        with self.lock:
+            self.refresh()
+            event = self.event(event_id)
+            changes = check_event_change(request, event, self._known_vm_groups(), self.clock.now())
+            event.apply_change(changes)
+            _LOG.info('changed %s: %s', event.event_id, sorted(changes))
+            self.refresh()
+            return event.describe()
+
     def start_event(self, event_id):
         with self.lock:
             self.refresh()
@@ -388,6 +399,9 @@ class World:
         try:
             if action == 'create_event':
                 step['event_id'] = self.create_event(params)
+            elif action == 'change_event':
+                changes = dict((key, value) for key, value in params.items() if key != 'event')
+                self.change_event(self.scenario.event_id_of(params['event']), changes)
             elif action in ('cancel_event', 'start_event', 'tenants_approved'):
                 handler = {'cancel_event': self.cancel_event, 'start_event': self.start_event,
                            'tenants_approved': self.mark_tenants_approved}[action]

@@ -14,12 +14,11 @@ import pytest
 
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling import (
     RollingInputError,
-    build_plan,
     build_report,
     build_setup,
-    describe_entry,
     max_unavailable_count,
 )
+from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling_controller import MILESTONES
 
 NOW = 1700000000.0
 IN_15_MIN = '2023-11-14T22:28:20Z'  # NOW + 900 s
@@ -35,23 +34,6 @@ def setup_for(**group_settings):
     setup = build_setup(['web', 'db'], INVENTORY, PLAY_HOSTS, group_settings=group_settings or None)
     assert setup['problems'] == []
     return setup
-
-
-def event(event_id, resources, hosts, event_type='Freeze', status='Scheduled', source='Platform',
-          not_before=IN_15_MIN, seen_by=None):
-    return {'event_id': event_id, 'event_type': event_type, 'event_status': status, 'event_source': source,
-            'resources': resources, 'hosts': hosts, 'not_before': None if status == 'Started' else not_before,
-            'not_before_raw': '', 'seen_by': seen_by or hosts, 'unmatched_resources': [],
-            'duration_in_seconds': 5}
-
-
-def plan(events, setup=None, **kwargs):
-    return build_plan(events, NAMES, setup or setup_for(web={'max_unavailable': 2}, db={'max_unavailable': 1}),
-                      now=NOW, **kwargs)
-
-
-def by_id(entries):
-    return dict((entry['event_id'], entry) for entry in entries)
 
 
 class TestMaxUnavailable:
@@ -115,157 +97,86 @@ class TestSetup:
         assert any('no undrain_tasks' in problem for problem in problems)
 
 
-class TestPlan:
-    def test_approves_an_event_of_managed_hosts_from_its_leader(self):
-        entry = plan([event('A', ['web_2', 'web_0'], ['w0', 'w2'], seen_by=['w0', 'w1', 'w2', 'w3'])])[0]
-        assert entry['action'] == 'approve'
-        assert entry['hosts'] == ['w2', 'w0']
-        assert entry['approver'] == 'w2'
-        assert entry['watcher'] == 'w1'
-        assert entry['actionable'] is True
-        assert entry['wait_back'] is False and entry['recovers'] is True
+class TestVariableNames:
+    def test_a_misspelled_variable_is_a_problem_with_a_suggestion(self):
+        setup = build_setup(['web'], INVENTORY, PLAY_HOSTS,
+                            options={'defined_variables': ['rolling_aprove', 'rolling_report_dir', 'other']})
+        problems = [problem for problem in setup['problems'] if 'unknown variable' in problem]
+        assert len(problems) == 1
+        assert 'rolling_aprove (did you mean rolling_approve?)' in problems[0]
 
-    def test_never_approves_an_event_naming_a_vm_outside_the_run(self):
-        foreign = event('F', ['db_1', 'other_vm'], ['d1'])
-        foreign['unmatched_resources'] = ['other_vm']
-        entry = plan([foreign])[0]
-        assert entry['action'] == 'await'
-        assert entry['foreign_resources'] == ['other_vm']
-        assert 'other_vm' in entry['reason']
+    def test_an_obsolete_variable_is_a_warning(self):
+        setup = build_setup(['web'], INVENTORY, PLAY_HOSTS, options={'defined_variables': ['rolling_urgent_seconds']})
+        assert setup['problems'] == []
+        assert setup['warnings'] == ['rolling_urgent_seconds is no longer used: events are ordered User first, then '
+                                     'by NotBefore']
 
-    def test_a_host_outside_the_groups_counts_as_foreign(self):
-        # fleet_events matched it (it answered), but it is not a host the run drains.
-        names = dict(NAMES, x9='stranger_0')
-        entries = build_plan([event('F', ['db_1', 'stranger_0'], ['d1'])], names, setup_for(), now=NOW)
-        assert entries[0]['action'] == 'await' and entries[0]['foreign_resources'] == ['stranger_0']
+    @pytest.mark.parametrize('options, fragment', [
+        ({'over_budget': 'ignore'}, 'rolling_over_budget must be one of fail, drain_anyway, leave'),
+        ({'drain_lead_seconds': -1}, 'drain_lead_seconds must be a number of seconds greater than 0'),
+    ])
+    def test_new_options_are_checked(self, options, fragment):
+        problems = build_setup(['web'], INVENTORY, PLAY_HOSTS, options=options)['problems']
+        assert any(fragment in problem for problem in problems), problems
 
-    def test_foreign_events_are_approved_only_when_allowed(self):
-        foreign = event('F', ['db_1', 'other_vm'], ['d1'])
-        entry = plan([foreign], options={'allow_foreign_resources': True})[0]
-        assert entry['action'] == 'approve'
+    def test_a_known_vm_name_is_kept(self):
+        setup = build_setup(['web'], INVENTORY, PLAY_HOSTS, host_overrides={'w0': {'resource_name': 'web_0'}})
+        assert setup['hosts']['w0']['resource_name'] == 'web_0'
+        assert 'resource_name' not in setup['hosts']['w1']
 
-    def test_awaiting_is_limited_to_near_not_before(self):
-        entry = plan([event('F', ['db_1', 'other_vm'], ['d1'], not_before=IN_8_DAYS)])[0]
-        assert entry['action'] == 'skip' and 'rolling_await_limit_seconds' in entry['reason']
 
-    def test_approval_off_drains_and_waits(self):
-        entry = plan([event('A', ['web_0'], ['w0'])], options={'approve': False})[0]
-        assert entry['action'] == 'await' and 'approval is off' in entry['reason']
+def _state(**events):
+    return {'events': events, 'hosts': {}}
 
-    def test_respects_max_unavailable(self):
-        entries = by_id(plan([event('A', ['web_0', 'web_1', 'web_2'], ['w0', 'w1', 'w2']),
-                              event('B', ['db_0', 'db_1'], ['d0', 'd1'])]))
-        assert entries['A']['action'] == 'skip' and 'max_unavailable 2' in entries['A']['reason']
-        assert entries['B']['action'] == 'skip' and '2 host(s) of group db' in entries['B']['reason']
 
-    def test_hosts_already_down_count_against_max_unavailable(self):
-        entries = by_id(plan([event('A', ['web_0', 'web_1'], ['w0', 'w1']),
-                              event('H', ['web_3'], ['w3'], event_type='Reboot', status='Started')]))
-        assert entries['H']['action'] == 'recover'
-        assert entries['A']['action'] == 'skip' and 'already down (w3)' in entries['A']['reason']
-        entries = by_id(plan([event('A', ['web_0', 'web_1'], ['w0', 'w1'])], unavailable_hosts=['w3']))
-        assert entries['A']['action'] == 'skip'
-
-    def test_silent_hosts_are_never_drained(self):
-        entry = plan([event('A', ['web_0'], ['w0'])], unavailable_hosts=['w0'])[0]
-        assert entry['action'] == 'skip' and 'did not answer' in entry['reason']
-
-    def test_stopped_groups_get_no_approval(self):
-        entries = by_id(plan([event('A', ['web_0'], ['w0']), event('B', ['db_0'], ['d0'])],
-                             stopped_groups={'web': 'drain of w1 failed'}))
-        assert entries['A']['action'] == 'skip' and 'drain of w1 failed' in entries['A']['reason']
-        assert entries['B']['action'] == 'approve'
-
-    def test_started_events_are_recovered_first_without_drain(self):
-        entries = plan([event('B', ['db_0'], ['d0']), event('A', ['web_0'], ['w0']),
-                        event('H', ['db_1'], ['d1'], event_type='Reboot', status='Started')])
-        assert [entry['event_id'] for entry in entries] == ['H', 'A', 'B']
-        assert entries[0]['action'] == 'recover' and entries[0]['wait_back'] is True
-
-    def test_filters_and_bookkeeping(self):
-        entries = by_id(plan([event('P', ['web_0'], ['w0'], event_type='Preempt'),
-                              event('U', ['web_1'], ['w1'], source='User'),
-                              event('N', ['someone_else'], []),
-                              event('D', ['web_2'], ['w2'])],
-                             done_ids=['d'], options={'event_sources': ['Platform']}))
-        assert entries['P']['action'] == 'skip' and 'rolling_event_types' in entries['P']['reason']
-        assert entries['U']['action'] == 'skip' and 'rolling_event_sources' in entries['U']['reason']
-        assert entries['N']['action'] == 'ignore' and entries['N']['actionable'] is False
-        assert entries['D']['action'] == 'ignore' and 'already handled' in entries['D']['reason']
-
-    def test_deleting_events_are_not_recovered(self):
-        entry = plan([event('T', ['web_0'], ['w0'], event_type='Terminate')],
-                     options={'event_types': ['Terminate']})[0]
-        assert entry['action'] == 'approve' and entry['recovers'] is False
-
-    def test_describe(self):
-        line = describe_entry(plan([event('A', ['web_0'], ['w0'])])[0])
-        assert line.startswith('APPROVE Freeze A in group web (Platform, Scheduled NotBefore')
-        assert line.endswith('on w0: all affected hosts are managed here and within max_unavailable')
+def _record(event_id, state, outcome=None, **times):
+    record = {'event_id': event_id, 'event_type': 'Freeze', 'event_source': 'Platform', 'hosts': ['w0'],
+              'state': state, 'outcome': outcome, 'outcome_reason': '', 'status_when_seen': 'Scheduled',
+              'times': dict((name, None) for name in MILESTONES)}
+    record['times'].update(times)
+    return record
 
 
 class TestReport:
     def test_times_durations_and_timeline(self):
-        records = {
-            'A': {'event_id': 'A', 'event_type': 'Freeze', 'hosts': ['w0'], 'outcome': 'approved',
-                  'detected': NOW + 1, 'drain_started': NOW + 1.5, 'drained': NOW + 3, 'approved': NOW + 3.5,
-                  'started': NOW + 4, 'completed': NOW + 10, 'verified': NOW + 11, 'undrained': NOW + 11.5},
-            'H': {'event_id': 'H', 'event_type': 'Reboot', 'hosts': ['w1'], 'outcome': 'recovered',
-                  'detected': NOW + 12, 'started': NOW + 12, 'completed': NOW + 15, 'back': NOW + 16,
-                  'verified': NOW + 17, 'undrained': NOW + 17.2},
-        }
-        report = build_report(records, {'started': NOW, 'finished': NOW + 20, 'stop_reason': 'done'})
+        state = _state(a=_record('A', 'gone', 'approved', seen=NOW + 1, drain_started=NOW + 1.5, drained=NOW + 3,
+                                 approved=NOW + 3.5, started=NOW + 4, impact_over=NOW + 10, verified=NOW + 11,
+                                 undrained=NOW + 11.5, gone=NOW + 19),
+                       h=_record('H', 'done', 'started_without_notice', seen=NOW + 12, started=NOW + 12,
+                                 impact_over=NOW + 15, verified=NOW + 17, undrained=NOW + 17.2))
+        report = build_report(state, {'started': NOW, 'finished': NOW + 20, 'stop_reason': 'done'})
         assert report['run']['wall_seconds'] == 20
         assert report['run']['approved'] == ['A']
-        assert report['run']['outcomes'] == {'approved': 1, 'recovered': 1}
+        assert report['run']['outcomes'] == {'approved': 1, 'started_without_notice': 1}
+        assert report['run']['failed'] is False
+        assert report['run']['summary'] == ('succeeded: 2 event(s): 1 started without notice (undrained, nothing could '
+                                            'be done), 1 prepared and approved')
         first, second = report['events']
         assert first['event_id'] == 'A'
         assert first['times']['approved'] == '2023-11-14T22:13:23.500Z'
-        assert first['durations'] == {'detection_to_approval': 2.5, 'drain': 1.5, 'approval_to_start': 0.5,
-                                      'impact': 6.0, 'verify': 1.0, 'total': 10.5}
+        assert first['durations'] == {'notice': 3.0, 'detection_to_approval': 2.5, 'drain': 1.5,
+                                      'approval_to_start': 0.5, 'impact': 6.0, 'verify': 1.0, 'total': 10.5}
         phases = dict((segment['phase'], segment) for segment in first['timeline'])
         assert phases['impact'] == {'phase': 'impact', 'left': 20.0, 'width': 30.0, 'seconds': 6.0}
-        assert [segment['phase'] for segment in second['timeline']] == ['impact', 'return', 'verify', 'undrain']
+        assert [segment['phase'] for segment in second['timeline']] == ['impact', 'verify', 'undrain']
         assert second['times']['drained'] is None
         assert [tick['label'] for tick in report['ticks']] == ['0s', '2s', '4s', '6s', '8s', '10s', '12s', '14s',
                                                                '16s', '18s', '20s']
 
+    @pytest.mark.parametrize('state, outcome', [
+        ('in_impact', 'started_undrained'), ('pending', None), ('awaiting_start', None)])
+    def test_summary_and_failure_follow_the_worst_outcome(self, state, outcome):
+        report = build_report(_state(a=_record('A', 'gone', 'approved'), b=_record('B', state, outcome)), {})
+        assert report['run']['failed'] is True
+        assert report['run']['summary'].startswith('FAILED: 2 event(s): 1 ')
+        assert report['run']['worst_outcome'] == (outcome or 'in_progress')
 
-class TestParked:
-    PARKED = {'F': {'event_id': 'F', 'event_type': 'Freeze', 'hosts': ['d1'], 'resources': ['db_1', 'other_vm'],
-                    'foreign_resources': ['other_vm']}}
-
-    def test_a_parked_event_waits_while_scheduled_and_holds_its_hosts(self):
-        entries = by_id(plan([event('F', ['db_1', 'other_vm'], ['d1']), event('B', ['db_1'], ['d1'], event_type='Reboot'),
-                              event('C', ['db_0'], ['d0'])], parked=self.PARKED))
-        assert entries['F']['action'] == 'wait' and entries['F']['actionable'] is False and entries['F']['parked']
-        assert entries['B']['action'] == 'skip' and 'drained for event F' in entries['B']['reason']
-        # d1 is down for F, so draining d0 too would exceed db's max_unavailable of 1.
-        assert entries['C']['action'] == 'skip' and 'already down (d1)' in entries['C']['reason']
-
-    def test_a_parked_event_is_recovered_once_started_or_gone(self):
-        started = plan([event('F', ['db_1', 'other_vm'], ['d1'], status='Started')], parked=self.PARKED)[0]
-        assert started['action'] == 'recover' and started['parked']
-        gone = plan([], parked=self.PARKED)[0]
-        assert gone['event_id'] == 'F' and gone['event_status'] == 'Gone' and gone['action'] == 'recover'
-        assert gone['hosts'] == ['d1'] and gone['recovers'] is True
-        assert plan([], parked=self.PARKED, done_ids=['F']) == []
-
-    def test_awaited_events_are_drained_before_approvable_ones(self):
-        entries = plan([event('A', ['web_0'], ['w0']), event('F', ['db_1', 'other_vm'], ['d1'])])
-        assert [entry['action'] for entry in entries] == ['await', 'approve']
-
-
-class TestOrder:
-    def test_groups_in_order_unless_not_before_is_near(self):
-        soon = '2023-11-14T22:16:40Z'  # NOW + 200 s
-        later = '2023-11-14T22:23:20Z'  # NOW + 600 s
-        entries = plan([event('B', ['db_0'], ['d0'], not_before=soon), event('A', ['web_0'], ['w0'], not_before=IN_15_MIN),
-                        event('C', ['db_1'], ['d1'], not_before=later)])
-        assert [entry['event_id'] for entry in entries] == ['B', 'C', 'A']
-        entries = plan([event('B', ['db_0'], ['d0'], not_before=soon), event('A', ['web_0'], ['w0'], not_before=IN_15_MIN)],
-                       options={'urgent_seconds': 60})
-        assert [entry['event_id'] for entry in entries] == ['A', 'B']
+    def test_over_budget_events_say_they_will_start_undrained(self):
+        record = _record('B', 'over_budget')
+        report = build_report(_state(b=record), {})
+        assert report['events'][0]['outcome_label'] == 'will start undrained at NotBefore'
+        record['over_budget_choice'] = 'leave'
+        assert build_report(_state(b=record), {})['run']['failed'] is False
 
 
 def test_event_row_is_fixed_width():

@@ -1,0 +1,739 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The rolling maintenance controller's planner. Internal use only.
+
+A controller in the Kubernetes sense: every round the playbook observes every
+host, calls :func:`reconcile` with what it saw, and carries out exactly the
+actions returned. The planner is pure: ``(state, observation, results, now,
+setup, options) -> (state, actions, messages)``; it never reads a clock or a
+host itself, so a round can be replayed in a unit test.
+
+Every event advances on its own every round. What moves an event from one
+state to the next is written once, in :data:`TRANSITIONS`; the code below
+checks each of its conditions in the table's order, the unit tests walk every
+row, and the documentation draws the table.
+
+``max_unavailable`` is checked against every host that is out: drained by
+this run, or impacted by an event Azure started, whoever started it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_document import EVENT_SOURCES
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_select import (
+    event_id_key,
+    leader_of,
+    same_resource,
+)
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_time import parse_timestamp
+
+DEFAULT_EVENT_TYPES = ('Freeze', 'Reboot', 'Redeploy')
+OVER_BUDGET_CHOICES = ('fail', 'drain_anyway', 'leave')
+# The VM restarts or moves: wait for it to answer again before verifying.
+RESTARTING_TYPES = ('Reboot', 'Redeploy')
+# The VM is deleted: nothing comes back to verify or return to service.
+DELETING_TYPES = ('Preempt', 'Terminate')
+
+# Drain this long before NotBefore when nothing has been measured yet.
+DEFAULT_DRAIN_LEAD_SECONDS = 120.0
+# Measured drains are stretched by this factor plus this margin, so that a
+# slower drain next time still finishes before NotBefore.
+DRAIN_LEAD_FACTOR = 2.0
+DRAIN_LEAD_MARGIN_SECONDS = 30.0
+
+# Event states.
+PENDING = 'pending'                  # seen, Scheduled, its hosts not drained yet
+OVER_BUDGET = 'over_budget'          # can never fit max_unavailable; left undrained by choice
+DRAINING = 'draining'                # drain asked for some of its hosts
+APPROVING = 'approving'              # every host drained; approval to send
+AWAITING_START = 'awaiting_start'    # approved, or not ours to approve: Azure starts it
+IN_IMPACT = 'in_impact'              # Started; waiting for its hosts to answer again
+VERIFYING = 'verifying'              # impact over; verify tasks asked for
+UNDRAINING = 'undraining'            # verified; return to service asked for
+DONE = 'done'                        # its hosts are back in service (or deleted with the VM)
+FAILED = 'failed'                    # a drain or a verify failed; its hosts are left for a person
+CANCELLED = 'cancelled'              # left the document without starting
+NOT_HANDLED = 'not_handled'          # type or source not selected
+GONE = 'gone'                        # left the document after it started
+
+STATES = (PENDING, OVER_BUDGET, DRAINING, APPROVING, AWAITING_START, IN_IMPACT, VERIFYING, UNDRAINING, DONE, FAILED,
+          CANCELLED, NOT_HANDLED, GONE)
+# States in which the event has nothing left for this run to do.
+SETTLED = (DONE, FAILED, CANCELLED, NOT_HANDLED, GONE)
+# States in which an event's hosts must stay out of service.
+HOLDS_HOSTS = (DRAINING, APPROVING, AWAITING_START, IN_IMPACT, VERIFYING, FAILED)
+
+# Actions the playbook carries out.
+ACT_NONE = 'none'
+ACT_DRAIN = 'drain'
+ACT_APPROVE = 'approve'
+ACT_VERIFY = 'verify'
+ACT_UNDRAIN = 'undrain'
+ACT_WARN = 'warn'
+ACTIONS = (ACT_NONE, ACT_DRAIN, ACT_APPROVE, ACT_VERIFY, ACT_UNDRAIN, ACT_WARN)
+
+# Every transition: (state, condition, next state, action). ``*`` is any
+# state that is not settled. Conditions are checked in this order; an event
+# can take several rows in one call (drained and approvable in the same round,
+# for example). The code refuses a move that is not in this table, so the
+# table is always the truth; CONDITIONS says what each condition means.
+TRANSITIONS = (
+    ('*', 'gone_before_start', CANCELLED, ACT_UNDRAIN),
+    ('*', 'started_undrained', IN_IMPACT, ACT_WARN),
+    ('*', 'started', IN_IMPACT, ACT_NONE),
+    ('*', 'hosts_added', PENDING, ACT_NONE),
+    (PENDING, 'not_selected', NOT_HANDLED, ACT_NONE),
+    (PENDING, 'never_fits', OVER_BUDGET, ACT_WARN),
+    (PENDING, 'never_fits_drain_anyway', DRAINING, ACT_DRAIN),
+    (PENDING, 'too_early', PENDING, ACT_NONE),
+    (PENDING, 'no_capacity', PENDING, ACT_WARN),
+    (PENDING, 'fits', DRAINING, ACT_DRAIN),
+    (OVER_BUDGET, 'never_fits', OVER_BUDGET, ACT_WARN),
+    (OVER_BUDGET, 'never_fits_drain_anyway', DRAINING, ACT_DRAIN),
+    (OVER_BUDGET, 'too_early', PENDING, ACT_NONE),
+    (OVER_BUDGET, 'no_capacity', PENDING, ACT_WARN),
+    (OVER_BUDGET, 'fits', DRAINING, ACT_DRAIN),
+    (DRAINING, 'drain_failed', FAILED, ACT_UNDRAIN),
+    (DRAINING, 'drained_approvable', APPROVING, ACT_APPROVE),
+    (DRAINING, 'drained_not_approvable', AWAITING_START, ACT_NONE),
+    (APPROVING, 'approved', AWAITING_START, ACT_NONE),
+    (APPROVING, 'approval_failed', APPROVING, ACT_APPROVE),
+    (APPROVING, 'approval_given_up', AWAITING_START, ACT_WARN),
+    (IN_IMPACT, 'deleted', DONE, ACT_NONE),
+    (IN_IMPACT, 'impact_over', VERIFYING, ACT_VERIFY),
+    (VERIFYING, 'verify_failed', FAILED, ACT_WARN),
+    (VERIFYING, 'verified', UNDRAINING, ACT_UNDRAIN),
+    (UNDRAINING, 'undrained', DONE, ACT_NONE),
+    (DONE, 'gone', GONE, ACT_NONE),
+)
+
+CONDITIONS = {
+    'gone_before_start': 'left the document of every host that saw it and answered, without starting: Azure '
+                         'cancelled it',
+    'started_undrained': 'seen Started while some of its hosts were not drained (no notice, no capacity, or not '
+                         'handled)',
+    'started': 'seen Started with every host drained',
+    'hosts_added': 'its Resources now name a managed host that is not drained: admitted again, within '
+                   'max_unavailable',
+    'not_selected': 'its type or source is not in rolling_event_types / rolling_event_sources',
+    'never_fits': 'it names more hosts of a group than max_unavailable allows, and rolling_over_budget is fail or '
+                  'leave',
+    'never_fits_drain_anyway': 'it names more hosts of a group than max_unavailable allows, and rolling_over_budget '
+                               'is drain_anyway',
+    'too_early': 'it cannot be approved here and NotBefore is further away than the drain lead: draining now would '
+                 'hold capacity other events need',
+    'no_capacity': 'draining it now would put more hosts of a group out than max_unavailable; it waits, and says '
+                   'so when NotBefore is within the drain lead',
+    'fits': 'its hosts can be drained within max_unavailable',
+    'drain_failed': 'a drain task of one of its hosts failed',
+    'drained_approvable': 'every host drained, no VM outside the run in Resources, approval on',
+    'drained_not_approvable': 'every host drained, but it names a VM outside the run or approval is off',
+    'approved': 'the leader\'s approval POST succeeded',
+    'approval_failed': 'the approval POST failed; tried again next round',
+    'approval_given_up': 'the approval POST failed three times; Azure starts it at NotBefore',
+    'deleted': 'a Preempt or Terminate started: the VM is gone, nothing to verify',
+    'impact_over': 'every host answered again after the announced duration, or the event left the document',
+    'verify_failed': 'a verify task failed: the host stays drained',
+    'verified': 'every host passed its verify tasks',
+    'undrained': 'every host no other event holds is back in service',
+    'gone': 'left the document',
+}
+
+# Outcomes, worst first: (name, label, whether it fails the run). The run's
+# summary line and exit status follow the worst.
+OUTCOMES = (
+    ('started_undrained', 'started undrained', True),
+    ('will_start_undrained', 'will start undrained at NotBefore', True),
+    ('drain_failed', 'drain failed', True),
+    ('verify_failed', 'verify failed', True),
+    ('in_progress', 'still in progress when the run ended', True),
+    ('started_without_notice', 'started without notice (undrained, nothing could be done)', False),
+    ('left_undrained', 'left undrained by choice (rolling_over_budget: leave)', False),
+    ('not_handled', 'not handled (type or source not selected)', False),
+    ('foreign', 'prepared, not approved (names a VM outside the run); started by Azure', False),
+    ('started_by_azure', 'prepared and started by Azure', False),
+    ('approved', 'prepared and approved', False),
+    ('cancelled', 'cancelled by Azure', False),
+)
+OUTCOME_LABELS = dict((name, label) for name, label, _fails in OUTCOMES)
+FAILING_OUTCOMES = tuple(name for name, _label, fails in OUTCOMES if fails)
+
+MILESTONES = ('seen', 'drain_started', 'drained', 'approved', 'started', 'impact_over', 'verified', 'undrained',
+              'gone')
+
+_APPROVAL_ATTEMPTS = 3
+
+
+def transitions_from(state):
+    """The rows of TRANSITIONS that apply to ``state``, in order."""
+    return [row for row in TRANSITIONS if row[0] == state or (row[0] == '*' and state not in SETTLED)]
+
+
+def new_state():
+    """The controller state before the first round."""
+    return {'events': {}, 'hosts': {}, 'resource_names': {}, 'drain_seconds': [], 'last_change': None, 'rounds': 0}
+
+
+def drain_lead_seconds(state, options):
+    """How long before NotBefore an event that waits for Azure is drained.
+
+    ``rolling_drain_lead_seconds`` when set; else twice the longest drain
+    measured in this run plus a margin, or a default before any was measured.
+    """
+    configured = options.get('drain_lead_seconds')
+    if configured not in (None, ''):
+        return float(configured)
+    measured = state.get('drain_seconds') or []
+    if not measured:
+        return DEFAULT_DRAIN_LEAD_SECONDS
+    return max(DEFAULT_DRAIN_LEAD_SECONDS, max(measured) * DRAIN_LEAD_FACTOR + DRAIN_LEAD_MARGIN_SECONDS)
+
+
+def _selected(value, wanted):
+    return value is not None and str(value).lower() in [str(item).lower() for item in wanted]
+
+
+def _not_before(record):
+    moment = parse_timestamp(record.get('not_before')) if record.get('not_before') else None
+    return moment
+
+
+class _Round(object):
+    """One call of reconcile: a working copy of the state and what it decides."""
+
+    def __init__(self, state, observation, results, now, setup, options):
+        self.state = copy.deepcopy(state) if state else new_state()
+        self.observation = observation
+        self.results = results or {}
+        self.now = float(now)
+        self.setup = setup
+        self.options = options or {}
+        self.host_group = dict((host, info['group']) for host, info in setup['hosts'].items())
+        self.messages = []
+        self.warnings = []
+        self.over_budget = self.options.get('over_budget') or 'fail'
+        self.lead = drain_lead_seconds(self.state, self.options)
+
+    # -- hosts -------------------------------------------------------------
+
+    def host(self, name):
+        return self.state['hosts'].setdefault(name, {'drained': False, 'deleted': False, 'error': None,
+                                                     'drain_started': None})
+
+    def answered(self, host):
+        if self.observation is None:
+            return False
+        return bool((self.observation.get('hosts') or {}).get(host, {}).get('ok'))
+
+    def holds(self, record, host):
+        """Whether ``record`` needs ``host`` out of service (or counts it out) now."""
+        if host not in record['hosts']:
+            return False
+        if record['state'] in (DRAINING, APPROVING, AWAITING_START, IN_IMPACT):
+            return True
+        if record['state'] == VERIFYING:
+            return host not in record['verified_hosts']
+        if record['state'] == FAILED:
+            # A host that failed its checks stays drained for a person to see;
+            # the others of a failed drain go back to service.
+            return record['failed_hosts'].get(host, '').startswith('verify')
+        return False
+
+    def holders(self, host):
+        return [record for record in self.state['events'].values() if self.holds(record, host)]
+
+    def out_hosts(self, group):
+        """Hosts of ``group`` out of service: drained, being drained, or impacted."""
+        return set(host for host in self.setup['groups'][group]['hosts']
+                   if not self.host(host)['deleted'] and (self.host(host)['drained'] or self.holders(host)))
+
+    # -- results of the actions taken since the last call ----------------------
+
+    def apply_results(self):
+        for host, error in sorted((self.results.get('drain') or {}).items()):
+            entry = self.host(host)
+            if error:
+                entry['error'] = 'drain: %s' % error
+                for record in self._records_with(host, (DRAINING,)):
+                    record['failed_hosts'][host] = 'drain failed: %s' % error
+                continue
+            if not entry['drained'] and entry.get('drain_started') is not None:
+                self.state['drain_seconds'] = (self.state['drain_seconds'] + [self.now - entry['drain_started']])[-10:]
+            entry['drained'] = True
+        for event_id, error in sorted((self.results.get('approve') or {}).items()):
+            record = self.state['events'].get(event_id_key(event_id))
+            if record is None:
+                continue
+            record['approval_attempts'] += 1
+            if error:
+                record['errors'].append('approval: %s' % error)
+            elif record['times']['approved'] is None:
+                record['times']['approved'] = float((self.results.get('approved_at') or {}).get(event_id, self.now))
+        for host, error in sorted((self.results.get('verify') or {}).items()):
+            for record in self._records_with(host, (VERIFYING,)):
+                if error:
+                    record['failed_hosts'][host] = 'verify failed: %s' % error
+                elif host not in record['verified_hosts']:
+                    record['verified_hosts'].append(host)
+        for host, error in sorted((self.results.get('undrain') or {}).items()):
+            entry = self.host(host)
+            if error:
+                entry['error'] = 'undrain: %s' % error
+                for record in self.state['events'].values():
+                    if host in record['hosts'] and record['state'] not in (GONE,):
+                        record['errors'].append('undrain of %s failed: %s' % (host, error))
+            else:
+                entry.update(drained=False, error=None, drain_started=None)
+
+    def _records_with(self, host, states):
+        return [record for record in self.state['events'].values()
+                if record['state'] in states and host in record['hosts']]
+
+    # -- observation ---------------------------------------------------------
+
+    def apply_observation(self):
+        # A host's VM name is remembered: a host that does not answer this
+        # round still owns its VM, which is then not mistaken for a VM
+        # outside the run.
+        names = self.state.setdefault('resource_names', {})
+        for host, info in self.setup['hosts'].items():
+            if info.get('resource_name') and host not in names:
+                names[host] = info['resource_name']
+        names.update((host, name) for host, name in (self.observation.get('resource_names') or {}).items()
+                     if host in self.host_group and name)
+        seen = {}
+        for event in self.observation.get('events') or []:
+            key = event_id_key(event.get('event_id'))
+            if key:
+                seen[key] = event
+        for key, event in seen.items():
+            record = self.state['events'].get(key)
+            hosts = self.hosts_of(event)
+            if record is None:
+                if not hosts:
+                    continue    # names no host of this run: someone else's event
+                record = self._new_record(event)
+                self.state['events'][key] = record
+                self.say(record, 'seen %s, %s, NotBefore %s, hosts %s' % (
+                    event.get('event_status'), event.get('event_source'), event.get('not_before') or '-',
+                    ', '.join(hosts)))
+            self._update_record(record, event, hosts)
+        for key, record in self.state['events'].items():
+            if key in seen or not record['present']:
+                continue
+            # An event is gone only when a host that saw it answered without
+            # it: a host that did not answer this round tells nothing.
+            if any(self.answered(host) for host in record['seen_by']):
+                record['present'] = False
+                record['times']['gone'] = self.now
+
+    def hosts_of(self, event):
+        """The managed hosts whose VM is in the event's Resources, in Resources order."""
+        names = self.state.get('resource_names') or {}
+        hosts = []
+        for resource in event.get('resources') or []:
+            for host in sorted(names):
+                if same_resource(names[host], resource) and host not in hosts:
+                    hosts.append(host)
+        return hosts
+
+    def _new_record(self, event):
+        return {
+            'event_id': event.get('event_id'), 'event_type': event.get('event_type'),
+            'event_source': event.get('event_source'), 'description': event.get('description'),
+            'duration_in_seconds': event.get('duration_in_seconds'), 'status_when_seen': event.get('event_status'),
+            'status': event.get('event_status'), 'not_before': event.get('not_before'), 'resources': [],
+            'hosts': [], 'groups': [], 'foreign_resources': [], 'seen_by': [], 'present': True, 'state': PENDING,
+            'reason': '', 'outcome': None, 'outcome_reason': '', 'approver': None, 'approval_attempts': 0,
+            'over_budget_choice': None, 'undrained_at_start': [], 'verified_hosts': [], 'failed_hosts': {},
+            'errors': [], 'warnings': [], 'changes': [], 'times': dict((name, None) for name in MILESTONES),
+        }
+
+    def _update_record(self, record, event, hosts):
+        first = record['times']['seen'] is None
+        if first:
+            record['times']['seen'] = self.now
+        for field, label in (('event_type', 'type'), ('not_before', 'NotBefore'), ('resources', 'Resources')):
+            old, new = record.get(field), event.get(field)
+            # NotBefore empties when the event starts: that is no change.
+            if not first and old != new and not (field == 'not_before' and not new):
+                record['changes'].append({'at': self.now, 'field': label, 'from': old, 'to': new})
+                self.say(record, 'Azure changed its %s from %s to %s' % (label, old, new))
+        names = self.state.get('resource_names') or {}
+        record.update(event_type=event.get('event_type'), event_source=event.get('event_source'),
+                      duration_in_seconds=event.get('duration_in_seconds'), status=event.get('event_status'),
+                      resources=list(event.get('resources') or []), present=True,
+                      description=event.get('description'))
+        if event.get('not_before'):
+            record['not_before'] = event.get('not_before')
+        record['seen_by'] = sorted(set(record['seen_by']) | set(event.get('seen_by') or []))
+        record['hosts'] = hosts
+        record['groups'] = [group for group in self.setup['groups']
+                            if any(self.host_group[host] == group for host in hosts)]
+        known = [name for host, name in names.items() if host in self.host_group and name]
+        record['foreign_resources'] = [name for name in record['resources']
+                                       if not any(same_resource(name, other) for other in known)]
+        # Any VM that sees the event can approve it for all; the leader (first
+        # of Resources) does when it answered this round, else another host
+        # that did, so a hung IMDS does not hold the approval up.
+        leader = leader_of({'resources': record['resources']})
+        leaders = [host for host in hosts if same_resource(names.get(host), leader)]
+        candidates = leaders + hosts + [host for host in record['seen_by'] if host in self.host_group]
+        answering = [host for host in candidates if self.answered(host)]
+        record['approver'] = (answering or candidates or [None])[0]
+
+    # -- decisions -------------------------------------------------------------
+
+    def say(self, record, text):
+        self.messages.append('%s %s: %s' % (record.get('event_type') or '?', record.get('event_id'), text))
+        self.state['last_change'] = self.now
+
+    def warn(self, record, text):
+        self.warnings.append('%s %s: %s' % (record.get('event_type') or '?', record.get('event_id'), text))
+        if text not in record['warnings']:
+            record['warnings'].append(text)
+
+    def move(self, record, condition, next_state):
+        if (condition, next_state) not in [row[1:3] for row in transitions_from(record['state'])]:
+            raise AssertionError('transition %s --%s--> %s is not in TRANSITIONS'
+                                 % (record['state'], condition, next_state))
+        if record['state'] != next_state:
+            self.say(record, '%s -> %s (%s)' % (record['state'], next_state, condition.replace('_', ' ')))
+        record['state'] = next_state
+        record['reason'] = CONDITIONS[condition]
+
+    def selected(self, record):
+        return (_selected(record.get('event_type'), self.options.get('event_types') or DEFAULT_EVENT_TYPES)
+                and _selected(record.get('event_source'), self.options.get('event_sources') or EVENT_SOURCES))
+
+    def approvable(self, record):
+        if self.options.get('approve', True) is False:
+            return False
+        return not record['foreign_resources'] or bool(self.options.get('allow_foreign_resources'))
+
+    def undrained_hosts(self, record):
+        return [host for host in record['hosts'] if not self.host(host)['drained']]
+
+    def seconds_until(self, record):
+        moment = _not_before(record)
+        return None if moment is None else moment - self.now
+
+    def priority(self, record):
+        # User events first (someone is waiting for them), then the earliest
+        # NotBefore: it starts then whether its hosts are drained or not.
+        moment = _not_before(record)
+        user = str(record.get('event_source')).lower() == 'user'
+        return (0 if user else 1, moment if moment is not None else float('inf'), record['times']['seen'] or 0,
+                event_id_key(record['event_id']))
+
+    def needs_capacity(self, record):
+        return record['state'] in (PENDING, OVER_BUDGET) and record['present'] and record['status'] != 'Started'
+
+    def step(self, record):
+        """Take every transition of ``record`` whose condition holds now."""
+        for _guard in range(len(STATES)):
+            before = record['state']
+            self._step_once(record)
+            if record['state'] == before:
+                return
+
+    def _step_once(self, record):
+        state = record['state']
+        started = record['status'] == 'Started'
+        if started and record['times']['started'] is None:
+            record['times']['started'] = self.now
+            if state not in SETTLED:
+                self.on_started(record)
+                return
+        if state in SETTLED:
+            if state == DONE and not record['present']:
+                self.move(record, 'gone', GONE)
+            return
+        if not record['present'] and record['times']['started'] is None:
+            if record['times']['approved'] is not None:
+                # Approved, then gone before a round saw it Started: it
+                # started when approved and is over already.
+                record['times']['started'] = record['times']['approved']
+                self.on_started(record)
+                return
+            record['outcome'] = 'cancelled'
+            self.move(record, 'gone_before_start', CANCELLED)
+            return
+        if state in (APPROVING, AWAITING_START) and not started and self.undrained_hosts(record):
+            self.move(record, 'hosts_added', PENDING)
+            return
+        getattr(self, '_in_' + state)(record)
+
+    def on_started(self, record):
+        missing = self.undrained_hosts(record)
+        record['undrained_at_start'] = missing
+        if record['status_when_seen'] == 'Started':
+            record['outcome'] = 'started_without_notice'
+            record['outcome_reason'] = 'already Started when first seen: no notice (host hardware failure), or ' \
+                                       'started before this run'
+        elif missing and record['state'] == OVER_BUDGET and self.over_budget == 'leave':
+            record['outcome'] = 'left_undrained'
+            record['outcome_reason'] = 'more hosts than max_unavailable allows; rolling_over_budget is leave'
+        elif missing:
+            record['outcome'] = 'started_undrained'
+            record['outcome_reason'] = 'started while %s %s not drained (%s: %s)' % (
+                ', '.join(missing), 'was' if len(missing) == 1 else 'were', record['state'], record['reason'])
+        elif record['times']['approved'] is not None:
+            record['outcome'] = 'approved'
+        elif record['foreign_resources'] and not self.options.get('allow_foreign_resources'):
+            record['outcome'] = 'foreign'
+            record['outcome_reason'] = 'names %s, outside this run' % ', '.join(record['foreign_resources'])
+        else:
+            record['outcome'] = 'started_by_azure'
+        if missing:
+            self.move(record, 'started_undrained', IN_IMPACT)
+            if record['outcome'] == 'started_undrained':
+                self.warn(record, record['outcome_reason'])
+        else:
+            self.move(record, 'started', IN_IMPACT)
+
+    def _in_not_handled(self, record):
+        return
+
+    def _in_pending(self, record):
+        if not self.selected(record):
+            self.move(record, 'not_selected', NOT_HANDLED)
+            record['outcome'] = 'not_handled'
+            record['outcome_reason'] = CONDITIONS['not_selected']
+        elif self.observation is not None:
+            # Capacity is handed out once per round, in priority order.
+            self.admit(record)
+
+    _in_over_budget = _in_pending
+
+    def admit(self, record):
+        """Drain ``record``'s hosts now if it fits; else say why not."""
+        until = self.seconds_until(record)
+        too_big, full = [], []
+        for group in record['groups']:
+            info = self.setup['groups'][group]
+            mine = set(host for host in record['hosts'] if self.host_group[host] == group)
+            if len(mine) > info['limit']:
+                too_big.append('%d hosts of %s (max_unavailable %s = %d)'
+                               % (len(mine), group, info['max_unavailable'], info['limit']))
+                continue
+            after = self.out_hosts(group) | mine
+            if len(after) > info['limit']:
+                full.append('%s would have %d host(s) out (%s), max_unavailable %d'
+                            % (group, len(after), ', '.join(sorted(after)), info['limit']))
+        if too_big:
+            record['over_budget_choice'] = self.over_budget
+            what = 'names %s: it can never fit' % '; '.join(too_big)
+            if self.over_budget == 'drain_anyway':
+                self.warn(record, what + '; draining anyway (rolling_over_budget: drain_anyway)')
+                self.move(record, 'never_fits_drain_anyway', DRAINING)
+                self.start_drain(record)
+            else:
+                self.move(record, 'never_fits', OVER_BUDGET)
+                self.warn(record, '%s; it will start undrained at NotBefore %s (rolling_over_budget: %s)'
+                          % (what, record.get('not_before') or '?', self.over_budget))
+            return
+        user = str(record.get('event_source')).lower() == 'user'
+        if not self.approvable(record) and not user and until is not None and until > self.lead:
+            self.move(record, 'too_early', PENDING)
+            return
+        if full:
+            self.move(record, 'no_capacity', PENDING)
+            if until is not None and until <= self.lead:
+                self.warn(record, 'NotBefore %s is within the drain lead (%ds) and %s: it will start undrained '
+                                  'unless capacity frees up' % (record.get('not_before'), self.lead, '; '.join(full)))
+            return
+        self.move(record, 'fits', DRAINING)
+        self.start_drain(record)
+
+    def start_drain(self, record):
+        for host in self.undrained_hosts(record):
+            if self.host(host)['drain_started'] is None:
+                self.host(host)['drain_started'] = self.now
+        if record['times']['drain_started'] is None:
+            record['times']['drain_started'] = self.now
+
+    def _in_draining(self, record):
+        if record['failed_hosts']:
+            record['outcome'] = 'drain_failed'
+            record['outcome_reason'] = '; '.join('%s: %s' % item for item in sorted(record['failed_hosts'].items()))
+            self.move(record, 'drain_failed', FAILED)
+            self.warn(record, record['outcome_reason'] + '; not approved, its drained hosts go back to service')
+            return
+        if self.undrained_hosts(record):
+            return
+        record['times']['drained'] = self.now
+        if self.approvable(record):
+            self.move(record, 'drained_approvable', APPROVING)
+        else:
+            self.move(record, 'drained_not_approvable', AWAITING_START)
+
+    def _in_approving(self, record):
+        if record['times']['approved'] is not None:
+            self.move(record, 'approved', AWAITING_START)
+        elif record['approval_attempts'] >= _APPROVAL_ATTEMPTS:
+            self.move(record, 'approval_given_up', AWAITING_START)
+            self.warn(record, 'approval failed %d times (%s); Azure starts it at NotBefore'
+                      % (record['approval_attempts'], record['errors'][-1] if record['errors'] else '?'))
+        elif record['approval_attempts']:
+            self.move(record, 'approval_failed', APPROVING)
+
+    def _in_awaiting_start(self, record):
+        return      # it leaves this state when Started or gone, checked for every state
+
+    def _in_in_impact(self, record):
+        if record['event_type'] in DELETING_TYPES:
+            self.move(record, 'deleted', DONE)
+            for host in record['hosts']:
+                self.host(host).update(deleted=True, drained=False)
+            return
+        if self.observation is None:
+            return
+        duration = record.get('duration_in_seconds')
+        duration = float(duration) if isinstance(duration, (int, float)) and duration > 0 else 0.0
+        if record['present']:
+            # Impact is over when every host answers again after the announced
+            # duration; a host whose IMDS never answers waits until the event
+            # left the document.
+            if self.now < record['times']['started'] + duration:
+                return
+            if not all(self.answered(host) for host in record['hosts']):
+                return
+        record['times']['impact_over'] = self.now
+        self.move(record, 'impact_over', VERIFYING)
+
+    def _in_verifying(self, record):
+        failed = dict((host, why) for host, why in record['failed_hosts'].items() if why.startswith('verify'))
+        if failed:
+            record['outcome'] = 'verify_failed'
+            record['outcome_reason'] = '; '.join('%s: %s' % item for item in sorted(failed.items()))
+            self.move(record, 'verify_failed', FAILED)
+            self.warn(record, record['outcome_reason'] + '; the host stays drained')
+        elif all(host in record['verified_hosts'] for host in record['hosts']):
+            record['times']['verified'] = self.now
+            self.move(record, 'verified', UNDRAINING)
+
+    def _in_undraining(self, record):
+        # A host another event still holds stays out: this event is done
+        # once it is really back in service.
+        if any(self.host(host)['drained'] for host in record['hosts']):
+            return
+        record['times']['undrained'] = self.now
+        self.move(record, 'undrained', DONE)
+
+    def run(self):
+        self.apply_results()
+        if self.observation is not None:
+            self.state['rounds'] = self.state.get('rounds', 0) + 1
+            self.apply_observation()
+        records = sorted(self.state['events'].values(), key=self.priority)
+        # Events that need no capacity move first, so that what they free is
+        # available to the events waiting for it in this very round.
+        waiting = [record for record in records if self.needs_capacity(record)]
+        for record in records:
+            if record not in waiting:
+                self.step(record)
+        for record in waiting:
+            self.step(record)
+        return self.finish()
+
+    def finish(self):
+        """The actions of this call, computed from the state alone (level-triggered)."""
+        events = sorted(self.state['events'].values(), key=self.priority)
+        drain, verify, wait_back, approve = [], [], [], {}
+        for record in events:
+            if record['state'] == DRAINING:
+                drain.extend(host for host in self.undrained_hosts(record)
+                             if host not in record['failed_hosts'] and host not in drain)
+            elif record['state'] == APPROVING and record['approver']:
+                approve.setdefault(record['approver'], []).append(record['event_id'])
+            elif record['state'] == VERIFYING:
+                for host in record['hosts']:
+                    # A host another event is still about to impact (or
+                    # impacting) is verified after that one.
+                    if any(other is not record and other['state'] in (DRAINING, APPROVING, AWAITING_START, IN_IMPACT)
+                           and host in other['hosts'] for other in events):
+                        continue
+                    if host not in record['verified_hosts'] and host not in record['failed_hosts'] \
+                            and host not in verify:
+                        verify.append(host)
+                        if record['event_type'] in RESTARTING_TYPES:
+                            wait_back.append(host)
+        undrain = sorted(host for host, entry in self.state['hosts'].items()
+                         if entry['drained'] and not entry['deleted'] and not self.holders(host))
+        hosts = {}
+        for host in sorted(set(drain) | set(verify) | set(undrain) | set(approve)):
+            hosts[host] = {'drain': host in drain, 'verify': host in verify, 'wait_back': host in wait_back,
+                           'undrain': host in undrain, 'approve': approve.get(host, [])}
+        settled = all(record['state'] in SETTLED for record in self.state['events'].values()) and not undrain
+        return {'state': self.state,
+                'actions': {'drain': drain, 'verify': verify, 'undrain': undrain, 'approve': approve, 'hosts': hosts},
+                'messages': self.messages, 'warnings': self.warnings, 'settled': settled,
+                'drain_lead_seconds': self.lead}
+
+
+def reconcile(state, observation, results, now, setup, options=None):
+    """One pass of the controller.
+
+    ``state``: what the previous call returned under ``state`` (or None).
+    ``observation``: this round's reading, ``{'hosts': {host: {'ok': bool,
+    'resource_name': str}}, 'resource_names': {host: name}, 'events':
+    [merged fleet events]}`` (see :func:`observe`), or None when the call only
+    records the ``results`` of actions taken earlier in the same round.
+    ``results``: ``{'drain'|'verify'|'undrain': {host: error or ''},
+    'approve': {event_id: error or ''}, 'approved_at': {event_id: epoch}}``. ``now``: epoch seconds.
+    ``setup``: the result of ``_rolling.build_setup``. ``options``: the
+    ``rolling_*`` settings (event_types, event_sources, approve,
+    allow_foreign_resources, over_budget, drain_lead_seconds).
+
+    Returns ``{'state', 'actions': {'drain', 'verify', 'undrain': [hosts],
+    'approve': {approver host: [event ids]}, 'hosts': {host: {...}}},
+    'messages', 'warnings', 'settled', 'drain_lead_seconds'}``.
+    """
+    return _Round(state, observation, results, now, setup, options).run()
+
+
+def observe(pairs, hosts, merged_events):
+    """The observation of one round from the hosts' results.
+
+    ``pairs``: ``[(host, result)]`` of the usable results (``_fleet.host_results``);
+    ``hosts``: every host of the run; ``merged_events``: ``_fleet.merge_fleet_events(pairs)``.
+    A host without a usable result (failed, timed out, unreachable) is unknown
+    for this round.
+    """
+    answered = dict((host, result.get('resource_name')) for host, result in pairs if result.get('resource_name'))
+    return {
+        'hosts': dict((host, {'ok': host in answered, 'resource_name': answered.get(host)}) for host in hosts),
+        'resource_names': answered,
+        'unknown': [host for host in hosts if host not in answered],
+        'events': merged_events,
+    }
+
+
+def outcome_of(record):
+    """The outcome of an event at the end of a run (a name from OUTCOMES)."""
+    state = record['state']
+    if state == NOT_HANDLED:
+        return 'not_handled'
+    if state == OVER_BUDGET:
+        return 'left_undrained' if record.get('over_budget_choice') == 'leave' else 'will_start_undrained'
+    if state in (PENDING, DRAINING, APPROVING, AWAITING_START):
+        return 'in_progress'
+    if state in (IN_IMPACT, VERIFYING, UNDRAINING) and record.get('outcome') not in (
+            'started_undrained', 'started_without_notice', 'left_undrained'):
+        # Its hosts are not back in service yet.
+        return 'in_progress'
+    return record.get('outcome') or 'in_progress'
+
+
+def worst_outcome(outcomes):
+    """The worst of ``outcomes`` by the order of OUTCOMES, or None."""
+    order = [name for name, _label, _fails in OUTCOMES]
+    ranked = sorted((order.index(name) for name in outcomes if name in order))
+    return order[ranked[0]] if ranked else None

@@ -1,0 +1,365 @@
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Run the rolling maintenance playbook against a simulated fleet and check what happened.
+
+Pytest-free, so system tests, the benchmark and the demo share it:
+
+    with RollingWorld(tmp_path, GROUPS, foreign=[...], speed=20) as world:
+        world.start_scenario(steps)
+        run = world.run_playbook(rolling_event_types=[...])
+        problems = world.invariant_problems(run)
+
+Every file goes under the given work directory; the simulator binds ports
+the kernel chooses. Drains and returns to service are recorded by the task
+files in ``files/`` (one JSON line per step and host), so the checks compare
+them with the simulator's own approval and impact logs.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+COLLECTION_ROOT = os.path.dirname(os.path.dirname(HERE))
+SIMULATOR_DIR = os.path.join(COLLECTION_ROOT, 'tests', 'simulator')
+PLAYBOOK = 'azure_maintenance.scheduled_events.rolling_maintenance'
+FILES = os.path.join(HERE, 'files')
+
+if SIMULATOR_DIR not in sys.path:
+    sys.path.insert(0, SIMULATOR_DIR)
+from imds_simulator.process import SimulatorProcess  # noqa: E402 pylint: disable=wrong-import-position
+from imds_simulator.clock import parse_iso  # noqa: E402 pylint: disable=wrong-import-position
+
+
+def inventory_name(vm_name):
+    """Inventory names differ from VM names, as they often do on Azure."""
+    return 'host-' + vm_name.replace('_', '-')
+
+
+def collections_path(workdir):
+    """A directory where ansible finds this checkout as azure_maintenance.scheduled_events."""
+    parts = COLLECTION_ROOT.split(os.sep)
+    if len(parts) >= 3 and parts[-3] == 'ansible_collections':
+        return os.sep.join(parts[:-3])
+    parent = os.path.join(workdir, 'collections')
+    namespace = os.path.join(parent, 'ansible_collections', 'azure_maintenance')
+    os.makedirs(namespace, exist_ok=True)
+    link = os.path.join(namespace, 'scheduled_events')
+    if not os.path.islink(link):
+        os.symlink(COLLECTION_ROOT, link)
+    return parent
+
+
+def run_streaming(command, env, cwd, log_path, timeout=600, echo=False):
+    """Run ``command`` with its output going to ``log_path`` (and this process's stdout with ``echo``);
+    kill it after ``timeout`` seconds. Returns its exit code."""
+    started = time.time()
+    with open(log_path, 'w', encoding='utf-8') as log:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, env=env, cwd=cwd, text=True)
+        try:
+            for line in process.stdout:
+                log.write(line)
+                if echo:
+                    sys.stdout.write(line)
+                    sys.stdout.flush()
+                if time.time() - started > timeout:
+                    process.kill()
+            process.wait(timeout=30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+    return process.returncode
+
+
+def _epoch(text):
+    return None if not text else parse_iso(text)
+
+
+class PlaybookRun:
+    """What one ansible-playbook run left: exit code, output, report, seconds."""
+
+    def __init__(self, returncode, output, report, seconds, started, finished):
+        self.returncode = returncode
+        self.output = output
+        self.report = report
+        self.seconds = seconds
+        self.started = started
+        self.finished = finished
+
+    def event(self, event_id):
+        for event in (self.report or {}).get('events', []):
+            if event['event_id'].lower() == event_id.lower():
+                return event
+        return None
+
+
+class RollingWorld:
+    """A simulator with one availability set per inventory group, an inventory and a place for reports.
+
+    ``groups``: ``{group: {'vms': [(vm name, update domain)], 'max_unavailable': ...}}``.
+    ``foreign``: ``[(vm name, group it shares an availability set with)]``: VMs not in the inventory.
+    ``hanging``: VM names whose IMDS accepts connections and never answers.
+    """
+
+    def __init__(self, workdir, groups, foreign=(), speed=1.0, hanging=(), drain_seconds=0.0,
+                 names_in_inventory=False, forks=20):
+        self.workdir = os.path.abspath(str(workdir))
+        self.groups = groups
+        self.foreign = list(foreign)
+        self.speed = speed
+        self.hanging = list(hanging)
+        self.drain_seconds = drain_seconds
+        # Whether the inventory gives each host's VM name (known before it answers).
+        self.names_in_inventory = names_in_inventory
+        self.forks = forks
+        self.simulator = None
+        self.report_dir = os.path.join(self.workdir, 'reports')
+        self.steps_dir = os.path.join(self.workdir, 'steps')
+        self.runs = 0
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.stop()
+
+    @property
+    def control(self):
+        return self.simulator.control
+
+    def vm_groups(self):
+        """``[(vm name, inventory group or None, availability set, update domain)]``."""
+        vms = []
+        for group, spec in self.groups.items():
+            for vm_name, domain in spec['vms']:
+                vms.append((vm_name, group, spec.get('avset', group + '-avset'), str(domain)))
+        for vm_name, group in self.foreign:
+            vms.append((vm_name, None, self.groups[group].get('avset', group + '-avset'), '9'))
+        return vms
+
+    def start(self):
+        os.makedirs(self.steps_dir, exist_ok=True)
+        config = {
+            'vms': [{'name': vm, 'listen': '127.0.0.1:0', 'group': avset, 'platformUpdateDomain': domain}
+                    for vm, _group, avset, domain in self.vm_groups()],
+            'speed': self.speed,
+            'throttle': {'enabled': True, 'per_second': 5},
+            # A command that does nothing: the simulator then logs every impact
+            # start and end with its real time, which the checks read.
+            'impact_command': [sys.executable, '-c', 'pass'],
+        }
+        self.simulator = SimulatorProcess(os.path.join(self.workdir, 'simulator'), config=config).start()
+        for vm in self.hanging:
+            self.hang(vm)
+
+    def hang(self, vm, seconds=300, count=100000):
+        """The VM's IMDS accepts the connection and answers nothing for ``seconds`` (a hung IMDS)."""
+        self.control.add_fault('delay', vm=vm, path=None, count=count, delay_seconds=seconds)
+
+    def stop(self):
+        if self.simulator is not None:
+            self.simulator.stop()
+            self.simulator = None
+
+    # -- the scenario -----------------------------------------------------------
+    def start_scenario(self, steps):
+        return self.control.start_scenario(steps=steps)
+
+    # -- files for ansible-playbook ---------------------------------------------
+    def write_inventory(self):
+        inventory = {'all': {'children': {}}}
+        for vm_name, group, _avset, _domain in self.vm_groups():
+            if group is None:
+                continue
+            hosts = inventory['all']['children'].setdefault(group, {'hosts': {}})['hosts']
+            hosts[inventory_name(vm_name)] = {
+                'ansible_connection': 'local',
+                'ansible_python_interpreter': sys.executable,
+                'azure_scheduled_events_endpoint': self.simulator.endpoint(vm_name),
+                'system_test_steps_dir': self.steps_dir,
+                'system_test_step_seconds': self.drain_seconds,
+            }
+            if self.names_in_inventory:
+                hosts[inventory_name(vm_name)]['azure_scheduled_events_resource_name'] = vm_name
+        path = os.path.join(self.workdir, 'inventory.json')
+        with open(path, 'w', encoding='utf-8') as handle:
+            json.dump(inventory, handle, indent=1)
+        return path
+
+    def extra_vars(self, **overrides):
+        settings = dict((group, {'max_unavailable': spec.get('max_unavailable', 1),
+                                 'drain_tasks': os.path.join(FILES, 'record_drain.yml'),
+                                 'verify_tasks': os.path.join(FILES, 'record_verify.yml'),
+                                 'undrain_tasks': os.path.join(FILES, 'record_undrain.yml')})
+                        for group, spec in self.groups.items())
+        extra = {
+            'maintenance_groups': list(self.groups),
+            'rolling_group_settings': settings,
+            'rolling_settle_seconds': 3,
+            'rolling_poll_interval_seconds': 1,
+            'rolling_time_budget_seconds': 600,
+            'rolling_observe_timeout_seconds': 20,
+            # The simulated clock runs ahead of the controller's, so NotBefore
+            # looks further away than it is: drain events we cannot approve at once.
+            'rolling_drain_lead_seconds': 10 ** 7,
+            'rolling_report_dir': self.report_dir,
+        }
+        extra.update(overrides)
+        return extra
+
+    def ansible_env(self):
+        env = dict(os.environ)
+        env.update(ANSIBLE_COLLECTIONS_PATH=collections_path(self.workdir), ANSIBLE_FORKS=str(self.forks),
+                   ANSIBLE_HOST_KEY_CHECKING='False', ANSIBLE_NOCOLOR='1', ANSIBLE_RETRY_FILES_ENABLED='False',
+                   ANSIBLE_LOCALHOST_WARNING='False', ANSIBLE_DEPRECATION_WARNINGS='False',
+                   ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_DISPLAY_OK_HOSTS='false',
+                   ANSIBLE_DISPLAY_SKIPPED_HOSTS='false', ANSIBLE_LOCAL_TEMP=os.path.join(self.workdir, 'tmp'))
+        for name in ('http_proxy', 'https_proxy', 'HTTP_PROXY', 'HTTPS_PROXY', 'all_proxy', 'ALL_PROXY'):
+            env.pop(name, None)
+        return env
+
+    def run_playbook(self, extra_args=(), timeout=600, echo=False, **overrides):
+        """Run the playbook to its end (bounded by ``timeout`` seconds); return a PlaybookRun."""
+        self.runs += 1
+        inventory = self.write_inventory()
+        extra_path = os.path.join(self.workdir, 'extra_vars_%d.json' % self.runs)
+        with open(extra_path, 'w', encoding='utf-8') as handle:
+            json.dump(self.extra_vars(**overrides), handle, indent=1)
+        before = set(os.listdir(self.report_dir)) if os.path.isdir(self.report_dir) else set()
+        command = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', inventory, PLAYBOOK,
+                   '-e', '@' + extra_path] + list(extra_args)
+        started = time.time()
+        log_path = os.path.join(self.workdir, 'playbook_%d.log' % self.runs)
+        returncode = run_streaming(command, self.ansible_env(), self.workdir, log_path, timeout=timeout, echo=echo)
+        with open(log_path, encoding='utf-8') as handle:
+            lines = handle.readlines()
+        finished = time.time()
+        report = None
+        new = sorted(name for name in (os.listdir(self.report_dir) if os.path.isdir(self.report_dir) else [])
+                     if name.endswith('.json') and name not in before)
+        if new:
+            with open(os.path.join(self.report_dir, new[-1]), encoding='utf-8') as handle:
+                report = json.load(handle)
+        return PlaybookRun(returncode, ''.join(lines), report, finished - started, started, finished)
+
+    # -- what happened ----------------------------------------------------------
+    def steps(self):
+        """``{inventory host: [(real time, 'drain'|'verify'|'undrain')]}`` from the step records."""
+        steps = {}
+        for name in sorted(os.listdir(self.steps_dir)):
+            with open(os.path.join(self.steps_dir, name), encoding='utf-8') as handle:
+                for line in handle:
+                    try:
+                        entry = json.loads(line)
+                    except ValueError:
+                        continue    # empty, or being written while a test looks
+                    steps.setdefault(entry['host'], []).append((float(entry['at']), entry['step']))
+        for entries in steps.values():
+            entries.sort()
+        return steps
+
+    def drained_at(self, host, moment):
+        """Whether ``host`` was drained (its last step before ``moment`` was a drain or a verify)."""
+        last = None
+        for at, step in self.steps().get(host, []):
+            if at > moment:
+                break
+            last = step
+        return last in ('drain', 'verify')
+
+    def impacts(self):
+        """``[(real start, real end or None, vm, event id)]`` from the simulator's impact log."""
+        starts, ends = {}, {}
+        for entry in self.control.impacts():
+            key = (entry['vm'], entry['event_id'].lower())
+            (starts if entry['phase'] == 'start' else ends)[key] = _epoch(entry.get('real_time'))
+        return [(at, ends.get(key), key[0], key[1]) for key, at in sorted(starts.items(), key=lambda item: item[1])]
+
+    def approvals(self):
+        """``[(real time, vm, [event ids])]`` of the successful approvals."""
+        return [(_epoch(entry.get('real_time')), entry['vm'], [item.lower() for item in entry['event_ids']])
+                for entry in self.control.approvals() if entry.get('status') == 200]
+
+    def events(self):
+        return dict((event['id'].lower(), event) for event in self.control.events())
+
+    def invariant_problems(self, run):
+        """Every broken safety rule, as sentences; an empty list when the run was safe.
+
+        - no impact on a managed host that was not drained, unless the report says why;
+        - no approval of an event naming a VM outside the inventory;
+        - max_unavailable never exceeded, counting drained and impacted hosts;
+        - every approval after all the hosts of the event were drained.
+        """
+        problems = []
+        managed = dict((vm, inventory_name(vm)) for vm, group, _avset, _domain in self.vm_groups() if group)
+        group_of = dict((inventory_name(vm), group) for vm, group, _avset, _domain in self.vm_groups() if group)
+        events = self.events()
+        explained = set()
+        for event in (run.report or {}).get('events', []):
+            if event['outcome'] in ('started_undrained', 'started_without_notice', 'left_undrained', 'not_handled'):
+                explained.add(event['event_id'].lower())
+        impacts = self.impacts()
+        for start, _end, vm, event_id in impacts:
+            host = managed.get(vm)
+            if host and not self.drained_at(host, start) and event_id not in explained:
+                problems.append('%s (%s) was impacted by %s at %.3f without being drained, and the report does '
+                                'not say why' % (host, vm, event_id, start))
+        for at, vm, event_ids in self.approvals():
+            for event_id in event_ids:
+                event = events.get(event_id)
+                if event is None:
+                    continue
+                outsiders = [name for name in event['resources'] if name not in managed]
+                if outsiders:
+                    problems.append('%s was approved (by %s) though it names %s, outside the inventory'
+                                    % (event_id, vm, ', '.join(outsiders)))
+                for name in event['resources']:
+                    host = managed.get(name)
+                    if host and not self.drained_at(host, at):
+                        problems.append('%s was approved at %.3f before %s was drained' % (event_id, at, host))
+        problems.extend(self._budget_problems(impacts, group_of, managed))
+        return problems
+
+    def _budget_problems(self, impacts, group_of, managed):
+        """Hosts out at once per group, at every moment something changed."""
+        limits = {}
+        for group, spec in self.groups.items():
+            size = len(spec['vms'])
+            value = spec.get('max_unavailable', 1)
+            if isinstance(value, str) and value.endswith('%'):
+                limits[group] = max(1, int(float(value[:-1]) * size / 100.0 + 1e-9))
+            else:
+                limits[group] = int(value)
+        steps = self.steps()
+        # A Preempt or Terminate deletes the VM: from its start on, the host
+        # has left the group rather than being out of it.
+        kinds = dict((event_id, event['type']) for event_id, event in self.events().items())
+        deleted = dict((managed[vm], start) for start, _end, vm, event_id in impacts
+                       if vm in managed and kinds.get(event_id) in ('Preempt', 'Terminate'))
+        moments = sorted(set([at for entries in steps.values() for at, _step in entries]
+                             + [start for start, _end, _vm, _id in impacts]))
+        problems = []
+        for moment in moments:
+            out = dict((group, set()) for group in self.groups)
+            for host in group_of:
+                if host in deleted and deleted[host] <= moment:
+                    continue
+                if self.drained_at(host, moment):
+                    out[group_of[host]].add(host)
+            for start, end, vm, _event_id in impacts:
+                host = managed.get(vm)
+                if host and host in deleted and deleted[host] <= moment:
+                    continue
+                if host and start <= moment and (end is None or moment < end):
+                    out[group_of[host]].add(host)
+            for group, hosts in out.items():
+                if len(hosts) > limits[group]:
+                    problems.append('group %s had %d hosts out at %.3f (%s), max_unavailable %d'
+                                    % (group, len(hosts), moment, ', '.join(sorted(hosts)), limits[group]))
+        return problems

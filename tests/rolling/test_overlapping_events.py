@@ -1,0 +1,173 @@
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""System tests: the rolling maintenance playbook against a simulated fleet with overlapping events.
+
+Each test starts its own simulator on ports the kernel chooses and checks
+invariants from the simulator's approval and impact logs and the hosts' step
+records (see rolling_harness.invariant_problems), never how many rounds or
+seconds something took. The simulated clock runs faster where the notice
+would otherwise make a test slow.
+
+Run: .venv/bin/python -m pytest tests/rolling -v
+"""
+
+import os
+import sys
+import threading
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rolling_harness import RollingWorld, inventory_name  # noqa: E402 pylint: disable=wrong-import-position
+
+pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='needs the simulator and ansible-playbook locally')
+
+FREEZE_WEB_UD0 = 'A1000000-0000-4000-8000-000000000001'
+REBOOT_WEB_UD1 = 'A1000000-0000-4000-8000-000000000002'
+USER_REDEPLOY_DB0 = 'A1000000-0000-4000-8000-000000000003'
+FREEZE_DB1_AND_OUTSIDER = 'A1000000-0000-4000-8000-000000000004'
+
+
+def create(event_id, event_type, resources, **fields):
+    step = {'action': 'create_event', 'label': event_id, 'event_id': event_id, 'event_type': event_type,
+            'resources': resources}
+    step.update(fields)
+    if 'after_removed' not in step:
+        step.setdefault('at_seconds', 0)
+    return step
+
+
+def approvals_per_event(world):
+    counts = {}
+    for _at, _vm, event_ids in world.approvals():
+        for event_id in event_ids:
+            counts[event_id] = counts.get(event_id, 0) + 1
+    return counts
+
+
+def assert_safe(world, run):
+    problems = world.invariant_problems(run)
+    assert problems == [], '\n'.join(problems) + '\n' + run.output[-3000:]
+
+
+def test_four_events_at_once_are_all_handled_within_max_unavailable(tmp_path):
+    """The issue's scenario: six hosts in two groups, four events created at the same moment with Azure's
+    default notice, one naming a VM outside the inventory."""
+    groups = {'web': {'vms': [('web_0', 0), ('web_1', 0), ('web_2', 1), ('web_3', 1)], 'max_unavailable': '50%'},
+              'db': {'vms': [('db_0', 0), ('db_1', 1)], 'max_unavailable': 1}}
+    # The clock runs at real speed, so how fast this machine is does not
+    # decide whether an event can be drained in time; once every event this
+    # run can approve is approved and the outsider's host drained, the test
+    # lets NotBefore pass, as 15 minutes would.
+    with RollingWorld(tmp_path, groups, foreign=[('partner_0', 'db')], speed=1) as world:
+        world.start_scenario([
+            create(FREEZE_WEB_UD0, 'Freeze', ['web_0', 'web_1']),
+            create(REBOOT_WEB_UD1, 'Reboot', ['web_2', 'web_3']),
+            create(USER_REDEPLOY_DB0, 'Redeploy', ['db_0'], event_source='User'),
+            create(FREEZE_DB1_AND_OUTSIDER, 'Freeze', ['db_1', 'partner_0']),
+        ])
+        runs = []
+        player = threading.Thread(target=lambda: runs.append(world.run_playbook(timeout=1500)))
+        player.start()
+        approvable = set(event_id.lower() for event_id in (FREEZE_WEB_UD0, REBOOT_WEB_UD1, USER_REDEPLOY_DB0))
+        deadline = time.monotonic() + 1400
+        while player.is_alive() and time.monotonic() < deadline:
+            drained = [step for _at, step in world.steps().get(inventory_name('db_1'), [])] == ['drain']
+            if drained and approvable <= set(approvals_per_event(world)):
+                world.control.advance_clock(900)
+                break
+            time.sleep(1)
+        player.join(1500)
+        run = runs[0]
+        assert_safe(world, run)
+        assert run.returncode == 0, run.output[-3000:]
+        counts = approvals_per_event(world)
+        for event_id in (FREEZE_WEB_UD0, REBOOT_WEB_UD1, USER_REDEPLOY_DB0):
+            assert counts.get(event_id.lower()) == 1, counts
+            assert run.event(event_id)['outcome'] == 'approved'
+        assert FREEZE_DB1_AND_OUTSIDER.lower() not in counts
+        foreign = run.event(FREEZE_DB1_AND_OUTSIDER)
+        assert foreign['outcome'] == 'foreign' and foreign['foreign_resources'] == ['partner_0']
+        assert foreign['hosts'] == [inventory_name('db_1')]
+        for event in run.report['events']:
+            assert event['status_when_seen'] == 'Scheduled'
+            assert event['times']['verified'] and event['times']['undrained']
+        assert run.report['run']['summary'].startswith('succeeded: 4 event(s)')
+        # Every host that was drained is back in service.
+        for host, steps in world.steps().items():
+            assert steps[-1][1] == 'undrain', (host, steps)
+
+
+def test_update_domains_one_after_another_with_a_spot_preemption_in_the_middle(tmp_path):
+    groups = {'web': {'vms': [('web_0', 0), ('web_1', 0), ('web_2', 1), ('web_3', 1), ('web_4', 2), ('web_5', 2),
+                              ('spot_0', 3)],
+                      'max_unavailable': 2}}
+    ud_events = ['B2000000-0000-4000-8000-00000000000%d' % index for index in range(3)]
+    preemption = 'B2000000-0000-4000-8000-000000000009'
+    # The clock runs ten times slower than real time: a 30 s notice leaves this
+    # machine 300 s to drain, however busy it is.
+    with RollingWorld(tmp_path, groups, speed=0.1) as world:
+        fast = {'linger_seconds': 3, 'impact_seconds': 1}
+        world.start_scenario([
+            create(ud_events[0], 'Reboot', ['web_0', 'web_1'], **fast),
+            create(ud_events[1], 'Reboot', ['web_2', 'web_3'], after_removed=ud_events[0], delay_seconds=0.5, **fast),
+            create(ud_events[2], 'Reboot', ['web_4', 'web_5'], after_removed=ud_events[1], delay_seconds=0.5, **fast),
+            create(preemption, 'Preempt', ['spot_0'], at_seconds=3, **fast),
+        ])
+        run = world.run_playbook(timeout=1500, rolling_event_types=['Freeze', 'Reboot', 'Redeploy', 'Preempt'],
+                                 rolling_settle_seconds=8)
+        assert_safe(world, run)
+        assert run.returncode == 0, run.output[-3000:]
+        counts = approvals_per_event(world)
+        assert dict((event_id, counts.get(event_id.lower())) for event_id in ud_events + [preemption]) == \
+            dict((event_id, 1) for event_id in ud_events + [preemption])
+        spot = run.event(preemption)
+        assert spot['outcome'] == 'approved'
+        # The VM is deleted: nothing to verify or return to service.
+        assert spot['times']['verified'] is None
+        assert [step for _at, step in world.steps()[inventory_name('spot_0')]] == ['drain']
+        assert all(run.event(event_id)['times']['undrained'] for event_id in ud_events)
+
+
+def test_a_host_whose_imds_hangs_holds_nothing_up(tmp_path):
+    groups = {'web': {'vms': [('web_0', 0), ('web_1', 0), ('web_2', 1), ('web_3', 1)], 'max_unavailable': 2}}
+    freeze, reboot = 'C3000000-0000-4000-8000-000000000001', 'C3000000-0000-4000-8000-000000000002'
+    with RollingWorld(tmp_path, groups, speed=1, hanging=['web_3'], names_in_inventory=True) as world:
+        world.start_scenario([
+            # The hung VM is the event's leader (first of Resources).
+            create(freeze, 'Freeze', ['web_3', 'web_2'], linger_seconds=20),
+            create(reboot, 'Reboot', ['web_0', 'web_1'], linger_seconds=20, after_removed=freeze, delay_seconds=2),
+        ])
+        run = world.run_playbook(timeout=900, rolling_observe_timeout_seconds=6, rolling_settle_seconds=6)
+        assert_safe(world, run)
+        assert run.returncode == 0, run.output[-3000:]
+        rounds = [line.strip() for line in run.output.splitlines() if '"round ' in line]
+        assert any('no answer from %s' % inventory_name('web_3') in line for line in rounds), rounds
+        counts = approvals_per_event(world)
+        assert counts.get(freeze.lower()) == 1 and counts.get(reboot.lower()) == 1
+        # The approval came from a VM that answers, not from the hung leader.
+        assert [vm for _at, vm, ids in world.approvals() if freeze.lower() in ids] == ['web_2']
+        assert run.event(freeze)['times']['undrained'] and run.event(reboot)['times']['undrained']
+
+
+def test_check_mode_prints_the_plan_and_changes_nothing(tmp_path):
+    groups = {'web': {'vms': [('web_0', 0), ('web_1', 1)], 'max_unavailable': 1}}
+    with RollingWorld(tmp_path, groups) as world:
+        world.start_scenario([create('D4000000-0000-4000-8000-000000000001', 'Freeze', ['web_0'])])
+        world.control.wait_for(lambda control: len(control.events()) == 1, timeout=10)
+        run = world.run_playbook(extra_args=['--check'], timeout=300)
+        assert run.returncode == 0, run.output[-3000:]
+        assert 'pending -> draining (fits)' in run.output
+        assert 'would drain: %s' % inventory_name('web_0') in run.output
+        assert world.approvals() == [] and world.steps() == {}
+        assert run.report is None
+
+
+def test_a_misspelled_variable_stops_the_run_before_anything_happens(tmp_path):
+    groups = {'web': {'vms': [('web_0', 0)], 'max_unavailable': 1}}
+    with RollingWorld(tmp_path, groups) as world:
+        run = world.run_playbook(timeout=300, rolling_aprove=False)
+        assert run.returncode != 0
+        assert 'rolling_aprove (did you mean rolling_approve?)' in run.output
+        assert world.control.log(since=0) == []

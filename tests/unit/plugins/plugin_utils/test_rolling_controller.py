@@ -1,0 +1,571 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The rolling maintenance planner (plugin_utils/_rolling_controller.py), one transition at a time."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_select import event_id_key
+from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils import _rolling_controller as rc
+from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling import build_setup
+
+T0 = 1700000000.0
+INVENTORY = {'all': ['w0', 'w1', 'w2', 'w3', 'd0', 'd1'], 'web': ['w0', 'w1', 'w2', 'w3'], 'db': ['d0', 'd1'],
+             'ungrouped': []}
+# Inventory names differ from the VM names, as they usually do.
+NAMES = {'w0': 'web_0', 'w1': 'web_1', 'w2': 'web_2', 'w3': 'web_3', 'd0': 'db_0', 'd1': 'db_1'}
+HOST_OF = dict((name, host) for host, name in NAMES.items())
+
+
+def iso(epoch):
+    import datetime
+    return (datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=epoch)).strftime('%Y-%m-%dT%H:%M:%SZ')
+
+
+def make_setup(web='50%', db=1):
+    setup = build_setup(['web', 'db'], INVENTORY, INVENTORY['all'],
+                        group_settings={'web': {'max_unavailable': web}, 'db': {'max_unavailable': db}})
+    assert setup['problems'] == []
+    return setup
+
+
+def ev(event_id, resources, event_type='Freeze', status='Scheduled', source='Platform', not_before=T0 + 900,
+       duration=5):
+    return {'event_id': event_id, 'event_type': event_type, 'event_status': status, 'event_source': source,
+            'resources': list(resources), 'not_before': None if status == 'Started' else iso(not_before),
+            'duration_in_seconds': duration, 'description': ''}
+
+
+def observation(events, unknown=(), hosts=None):
+    """What the playbook's observe step builds: every VM of one availability set sees every event."""
+    hosts = list(hosts or INVENTORY['all'])
+    answered = [host for host in hosts if host not in unknown]
+    merged = []
+    for event in events:
+        item = dict(event)
+        item['hosts'] = [HOST_OF[name] for name in event['resources'] if name in HOST_OF]
+        item['seen_by'] = list(answered)
+        merged.append(item)
+    pairs = [(host, {'resource_name': NAMES[host]}) for host in answered]
+    return rc.observe(pairs, hosts, merged if answered else [])
+
+
+class Loop(object):
+    """Runs rounds as the playbook does: observe+plan, drain+verify, plan, approve+undrain."""
+
+    def __init__(self, setup=None, failing=None, **options):
+        self.setup = setup or make_setup()
+        self.options = options
+        self.state = None
+        self.results = {}
+        self.failing = failing or {}      # (action, host) -> error
+        self.log = []                     # (round time, action, host or event id)
+
+    def round(self, now, events, unknown=()):
+        out = rc.reconcile(self.state, observation(events, unknown), self.results, now, self.setup, self.options)
+        first = out['actions']
+        results = {'drain': {}, 'verify': {}}
+        for host in first['drain']:
+            results['drain'][host] = self.failing.get(('drain', host), '')
+            self.log.append((now, 'drain', host))
+        for host in first['verify']:
+            results['verify'][host] = self.failing.get(('verify', host), '')
+            self.log.append((now, 'verify', host))
+        out2 = rc.reconcile(out['state'], None, results, now, self.setup, self.options)
+        second = out2['actions']
+        self.results = {'approve': {}, 'undrain': {}}
+        for host, ids in second['approve'].items():
+            for event_id in ids:
+                self.results['approve'][event_id] = self.failing.get(('approve', event_id), '')
+                self.log.append((now, 'approve', event_id))
+        for host in second['undrain']:
+            self.results['undrain'][host] = ''
+            self.log.append((now, 'undrain', host))
+        self.state = out2['state']
+        self.last = (out, out2)
+        return out, out2
+
+    def record(self, event_id):
+        return self.state['events'][event_id_key(event_id)]
+
+    def did(self, action):
+        return [item for _now, name, item in self.log if name == action]
+
+
+# -- the table itself ----------------------------------------------------------
+
+
+def test_every_row_names_known_states_conditions_and_actions():
+    for state, condition, next_state, action in rc.TRANSITIONS:
+        assert state == '*' or state in rc.STATES
+        assert next_state in rc.STATES
+        assert condition in rc.CONDITIONS
+        assert action in rc.ACTIONS
+    assert len(set(row[:3] for row in rc.TRANSITIONS)) == len(rc.TRANSITIONS)
+
+
+def test_every_condition_is_used_by_a_row():
+    assert set(rc.CONDITIONS) == set(row[1] for row in rc.TRANSITIONS)
+
+
+def test_a_move_outside_the_table_is_refused():
+    loop = Loop()
+    loop.round(T0, [ev('E1', ['web_0'])])
+    record = loop.record('E1')
+    round_ = rc._Round(loop.state, None, None, T0, loop.setup, {})
+    with pytest.raises(AssertionError, match='not in TRANSITIONS'):
+        round_.move(round_.state['events'][event_id_key('E1')], 'approved', rc.DONE)
+    assert record['state'] == rc.APPROVING
+
+
+# Every row, and a scenario that takes it: (row, steps, loop options) where
+# steps are (seconds after T0, events). The row must be taken in the last step.
+def _row_cases():
+    freeze = ev('E1', ['web_0'])
+    started = dict(freeze, event_status='Started', not_before=None)
+    big = ev('E1', ['db_0', 'db_1'])
+    foreign = ev('E1', ['web_0', 'partner_0'], not_before=T0 + 60)
+    fail_approval = {'failing': {('approve', 'E1'): 'HTTP 400'}}
+    return [
+        (('*', 'gone_before_start', rc.CANCELLED), [(0, [foreign]), (10, [])], {}),
+        (('*', 'started_undrained', rc.IN_IMPACT), [(0, [dict(started, event_type='Reboot')])], {}),
+        (('*', 'started', rc.IN_IMPACT), [(0, [freeze]), (5, [started])], {}),
+        (('*', 'hosts_added', rc.PENDING), [(0, [ev('E1', ['web_0'], not_before=T0 + 9000)]),
+                                            (5, [ev('E1', ['web_0', 'web_1'], not_before=T0 + 9000)])], {}),
+        ((rc.PENDING, 'not_selected', rc.NOT_HANDLED), [(0, [ev('E1', ['web_0'], event_type='Preempt')])], {}),
+        ((rc.PENDING, 'never_fits', rc.OVER_BUDGET), [(0, [big])], {}),
+        ((rc.PENDING, 'never_fits_drain_anyway', rc.DRAINING), [(0, [big])], {'over_budget': 'drain_anyway'}),
+        ((rc.PENDING, 'too_early', rc.PENDING), [(0, [ev('E1', ['web_0', 'partner_0'], not_before=T0 + 3600)])],
+         {}),
+        ((rc.PENDING, 'no_capacity', rc.PENDING), [(0, [ev('E0', ['db_0'], source='User'), ev('E1', ['db_1'])])],
+         {}),
+        ((rc.PENDING, 'fits', rc.DRAINING), [(0, [freeze])], {}),
+        ((rc.OVER_BUDGET, 'never_fits', rc.OVER_BUDGET), [(0, [big]), (5, [big])], {}),
+        ((rc.OVER_BUDGET, 'never_fits_drain_anyway', rc.DRAINING), [(0, [big]), (5, [big])],
+         {'switch': {'over_budget': 'drain_anyway'}}),
+        ((rc.OVER_BUDGET, 'too_early', rc.PENDING),
+         [(0, [ev('E1', ['db_0', 'db_1', 'partner_0'], not_before=T0 + 3600)]),
+          (5, [ev('E1', ['db_0', 'partner_0'], not_before=T0 + 3600)])], {}),
+        ((rc.OVER_BUDGET, 'no_capacity', rc.PENDING),
+         [(0, [big, ev('E0', ['db_0'], source='User', not_before=T0 + 9000)]),
+          (5, [ev('E1', ['db_1']), ev('E0', ['db_0'], source='User', not_before=T0 + 9000)])], {}),
+        ((rc.OVER_BUDGET, 'fits', rc.DRAINING), [(0, [big]), (5, [ev('E1', ['db_1'])])], {}),
+        ((rc.DRAINING, 'drain_failed', rc.FAILED), [(0, [freeze])], {'failing': {('drain', 'w0'): 'refused'}}),
+        ((rc.DRAINING, 'drained_approvable', rc.APPROVING), [(0, [freeze])], {}),
+        ((rc.DRAINING, 'drained_not_approvable', rc.AWAITING_START), [(0, [foreign])], {}),
+        ((rc.APPROVING, 'approved', rc.AWAITING_START), [(0, [freeze]), (5, [freeze])], {}),
+        ((rc.APPROVING, 'approval_failed', rc.APPROVING), [(0, [freeze]), (5, [freeze])], fail_approval),
+        ((rc.APPROVING, 'approval_given_up', rc.AWAITING_START), [(0, [freeze]), (5, [freeze]), (10, [freeze]),
+                                                                  (15, [freeze])], fail_approval),
+        ((rc.IN_IMPACT, 'deleted', rc.DONE), [(0, [ev('E1', ['web_0'], event_type='Preempt', status='Started')])],
+         {'event_types': ['Preempt']}),
+        ((rc.IN_IMPACT, 'impact_over', rc.VERIFYING), [(0, [freeze]), (5, [started]), (20, [started])], {}),
+        ((rc.VERIFYING, 'verify_failed', rc.FAILED), [(0, [freeze]), (5, [started]), (20, [started])],
+         {'failing': {('verify', 'w0'): 'HTTP 500'}}),
+        ((rc.VERIFYING, 'verified', rc.UNDRAINING), [(0, [freeze]), (5, [started]), (20, [started])], {}),
+        ((rc.UNDRAINING, 'undrained', rc.DONE), [(0, [freeze]), (5, [started]), (20, [started]), (25, [started])],
+         {}),
+        ((rc.DONE, 'gone', rc.GONE), [(0, [freeze]), (5, [started]), (20, [started]), (25, [started]), (30, [])],
+         {}),
+    ]
+
+
+def test_every_row_has_a_case():
+    assert sorted(case[0] for case in _row_cases()) == sorted(row[:3] for row in rc.TRANSITIONS)
+
+
+@pytest.mark.parametrize('row, steps, options', _row_cases(), ids=lambda value: '-'.join(value)
+                         if isinstance(value, tuple) else '')
+def test_row_is_taken(row, steps, options):
+    options = dict(options)
+    failing = options.pop('failing', None)
+    switch = options.pop('switch', {})
+    loop = Loop(failing=failing, **options)
+    taken = []
+    for index, (seconds, events) in enumerate(steps):
+        last = index == len(steps) - 1
+        if last:
+            loop.options.update(switch)
+        first, second = loop.round(T0 + seconds, events)
+        if last:
+            taken = first['messages'] + second['messages']
+    record = loop.record('E1')
+    if row[0] == row[2]:
+        # A row that keeps the state says so in the record's reason.
+        assert record['state'] == row[2]
+        assert record['reason'] == rc.CONDITIONS[row[1]]
+    else:
+        wanted = '-> %s (%s)' % (row[2], row[1].replace('_', ' '))
+        if row[0] != '*':
+            wanted = '%s %s' % (row[0], wanted)
+        assert any(wanted in line for line in taken), taken
+
+
+# -- the situations of the issue -----------------------------------------------
+
+
+def test_every_event_advances_in_the_same_round():
+    """The 4-event scenario: Freeze web UD0, Reboot web UD1, User Redeploy db primary, Freeze db replica + outsider."""
+    events = [ev('F0', ['web_0', 'web_1'], not_before=T0 + 900), ev('R1', ['web_2', 'web_3'], 'Reboot', not_before=T0 + 900),
+              ev('U', ['db_0'], 'Redeploy', source='User', not_before=T0 + 600),
+              ev('F2', ['db_1', 'partner_0'], not_before=T0 + 900)]
+    loop = Loop(make_setup(web='50%', db=1))
+    loop.round(T0, events)
+    # User first; both web events cannot be out together with 50% of 4 = 2.
+    assert loop.did('approve') == ['U', 'F0']
+    assert sorted(loop.did('drain')) == ['d0', 'w0', 'w1']
+    # The foreign event is not drained 15 minutes early: it would hold db's only slot.
+    assert loop.record('F2')['state'] == rc.PENDING
+    assert loop.record('F2')['reason'] == rc.CONDITIONS['too_early']
+    assert loop.record('R1')['reason'] == rc.CONDITIONS['no_capacity']
+
+
+def test_max_unavailable_counts_hosts_impacted_by_an_event_azure_started():
+    loop = Loop(make_setup(db=1))
+    loop.round(T0, [ev('HW', ['db_0'], 'Reboot', status='Started'), ev('U', ['db_1'], source='User')])
+    assert loop.record('HW')['outcome'] == 'started_without_notice'
+    assert loop.did('drain') == []
+    assert loop.record('U')['reason'] == rc.CONDITIONS['no_capacity']
+
+
+def test_max_unavailable_counts_drained_hosts_of_other_events():
+    loop = Loop(make_setup(db=1))
+    loop.round(T0, [ev('A', ['db_0'], not_before=T0 + 100)])
+    assert loop.record('A')['state'] == rc.APPROVING
+    loop.round(T0 + 5, [ev('A', ['db_0'], not_before=T0 + 100), ev('B', ['db_1'], not_before=T0 + 200)])
+    assert 'd1' not in loop.did('drain')
+    assert loop.record('B')['state'] == rc.PENDING
+
+
+def test_user_events_first_then_earliest_not_before():
+    loop = Loop(make_setup(db=1))
+    loop.round(T0, [ev('LATE', ['db_0'], not_before=T0 + 800), ev('EARLY', ['db_1'], not_before=T0 + 300)])
+    assert loop.did('approve') == ['EARLY']
+    loop = Loop(make_setup(db=1))
+    loop.round(T0, [ev('EARLY', ['db_1'], not_before=T0 + 300), ev('USER', ['db_0'], source='User',
+                                                                   not_before=T0 + 900)])
+    assert loop.did('approve') == ['USER']
+
+
+def test_user_event_is_approved_in_the_round_its_hosts_are_drained():
+    loop = Loop()
+    loop.round(T0, [ev('U', ['web_0'], 'Reboot', source='User')])
+    assert loop.log == [(T0, 'drain', 'w0'), (T0, 'approve', 'U')]
+
+
+class TestDrainLead:
+    def test_an_event_we_cannot_approve_is_drained_only_within_the_lead(self):
+        loop = Loop(drain_lead_seconds=60)
+        event = ev('F', ['web_0', 'partner_0'], not_before=T0 + 200)
+        loop.round(T0, [event])
+        assert loop.did('drain') == []
+        loop.round(T0 + 139, [event])
+        assert loop.did('drain') == []
+        loop.round(T0 + 141, [event])
+        assert loop.did('drain') == ['w0']
+        assert loop.record('F')['state'] == rc.AWAITING_START
+        assert loop.did('approve') == []
+
+    def test_default_lead_grows_with_the_measured_drain_time(self):
+        state = rc.new_state()
+        assert rc.drain_lead_seconds(state, {}) == rc.DEFAULT_DRAIN_LEAD_SECONDS
+        state['drain_seconds'] = [100.0]
+        assert rc.drain_lead_seconds(state, {}) == 100.0 * rc.DRAIN_LEAD_FACTOR + rc.DRAIN_LEAD_MARGIN_SECONDS
+        assert rc.drain_lead_seconds(state, {'drain_lead_seconds': 5}) == 5.0
+
+    def test_drain_time_is_measured(self):
+        setup = make_setup()
+        out = rc.reconcile(None, observation([ev('E', ['web_0'])]), {}, T0, setup, {})
+        out = rc.reconcile(out['state'], None, {'drain': {'w0': ''}}, T0 + 40, setup, {})
+        assert out['state']['drain_seconds'] == [40.0]
+
+    def test_warns_when_no_capacity_and_not_before_is_near(self):
+        loop = Loop(make_setup(db=1), drain_lead_seconds=120)
+        loop.round(T0, [ev('U', ['db_0'], source='User', not_before=T0 + 900), ev('B', ['db_1'], not_before=T0 + 100)])
+        # B is earlier but User goes first; B cannot fit and says it will start undrained.
+        first, _second = loop.last
+        assert any('will start undrained unless capacity frees up' in line for line in first['warnings'])
+
+
+class TestOverBudget:
+    events = [ev('BIG', ['db_0', 'db_1'], 'Reboot')]
+
+    @pytest.mark.parametrize('choice, outcome, failing', [
+        ('fail', 'will_start_undrained', True), ('leave', 'left_undrained', False)])
+    def test_left_undrained_says_so_every_round(self, choice, outcome, failing):
+        loop = Loop(make_setup(db=1), over_budget=choice)
+        for second in (0, 5, 10):
+            first, dummy = loop.round(T0 + second, self.events)
+            assert any('can never fit' in line and 'will start undrained at NotBefore' in line
+                       for line in first['warnings'])
+        assert loop.did('drain') == []
+        assert rc.outcome_of(loop.record('BIG')) == outcome
+        assert (outcome in rc.FAILING_OUTCOMES) is failing
+
+    def test_started_when_chosen_fail_is_started_undrained(self):
+        loop = Loop(make_setup(db=1))
+        loop.round(T0, self.events)
+        loop.round(T0 + 900, [dict(self.events[0], event_status='Started', not_before=None)])
+        assert loop.record('BIG')['outcome'] == 'started_undrained'
+        assert loop.record('BIG')['undrained_at_start'] == ['d0', 'd1']
+
+    def test_started_when_chosen_leave_is_left_undrained(self):
+        loop = Loop(make_setup(db=1), over_budget='leave')
+        loop.round(T0, self.events)
+        loop.round(T0 + 900, [dict(self.events[0], event_status='Started', not_before=None)])
+        assert loop.record('BIG')['outcome'] == 'left_undrained'
+
+    def test_drain_anyway(self):
+        loop = Loop(make_setup(db=1), over_budget='drain_anyway')
+        loop.round(T0, self.events)
+        assert sorted(loop.did('drain')) == ['d0', 'd1']
+        assert loop.did('approve') == ['BIG']
+
+
+class TestAzureChangesAnEvent:
+    def test_resources_grow_after_approval_drain_the_new_host(self):
+        loop = Loop()
+        loop.round(T0, [ev('E', ['web_0'])])
+        loop.round(T0 + 2, [ev('E', ['web_0', 'web_1'])])
+        assert loop.did('drain') == ['w0', 'w1']
+        assert [change['field'] for change in loop.record('E')['changes']] == ['Resources']
+
+    def test_resources_grow_beyond_capacity(self):
+        loop = Loop(make_setup(db=1))
+        loop.round(T0, [ev('E', ['db_0'])])
+        loop.round(T0 + 2, [ev('E', ['db_0', 'db_1'])])
+        assert loop.record('E')['state'] == rc.OVER_BUDGET
+        assert 'd1' not in loop.did('drain')
+
+    def test_type_and_not_before_changes_are_recorded(self):
+        loop = Loop(drain_lead_seconds=60)
+        loop.round(T0, [ev('E', ['web_0', 'partner_0'], not_before=T0 + 900)])
+        loop.round(T0 + 2, [ev('E', ['web_0', 'partner_0'], 'Reboot', not_before=T0 + 30)])
+        fields = [change['field'] for change in loop.record('E')['changes']]
+        assert fields == ['type', 'NotBefore']
+        # The earlier NotBefore is within the lead now: drained.
+        assert loop.did('drain') == ['w0']
+
+    def test_a_reboot_turned_freeze_still_verifies(self):
+        loop = Loop()
+        loop.round(T0, [ev('E', ['web_0'], 'Reboot')])
+        started = dict(ev('E', ['web_0'], 'Freeze'), event_status='Started', not_before=None)
+        loop.round(T0 + 5, [started])
+        loop.round(T0 + 20, [started])
+        assert loop.did('verify') == ['w0']
+        assert loop.last[0]['actions']['hosts']['w0']['wait_back'] is False
+
+
+class TestHostsThatDoNotAnswer:
+    def test_event_is_not_gone_while_the_hosts_that_saw_it_are_unknown(self):
+        loop = Loop()
+        loop.round(T0, [ev('E', ['web_0'])])
+        loop.round(T0 + 5, [], unknown=INVENTORY['all'])
+        assert loop.record('E')['state'] == rc.AWAITING_START
+
+    def test_impact_not_over_until_the_host_answers(self):
+        loop = Loop()
+        started = dict(ev('E', ['web_0'], 'Reboot'), event_status='Started', not_before=None)
+        loop.round(T0, [ev('E', ['web_0'], 'Reboot')])
+        loop.round(T0 + 5, [started], unknown=['w0'])
+        loop.round(T0 + 30, [started], unknown=['w0'])
+        assert loop.record('E')['state'] == rc.IN_IMPACT
+        loop.round(T0 + 60, [started])
+        assert loop.did('verify') == ['w0']
+        assert loop.last[0]['actions']['hosts']['w0']['wait_back'] is True
+
+    def test_a_host_that_never_answers_is_verified_once_the_event_left(self):
+        loop = Loop()
+        started = dict(ev('E', ['web_0']), event_status='Started', not_before=None)
+        loop.round(T0 - 5, [])
+        loop.round(T0, [ev('E', ['web_0'])], unknown=['w0'])
+        loop.round(T0 + 5, [started], unknown=['w0'])
+        loop.round(T0 + 600, [], unknown=['w0'])
+        assert loop.did('verify') == ['w0']
+
+    def test_a_silent_host_keeps_its_vm_name(self):
+        # Its VM is not mistaken for one outside the run (which would stop the approval).
+        loop = Loop()
+        loop.round(T0 - 5, [])
+        loop.round(T0, [ev('E', ['web_0', 'web_1'])], unknown=['w0'])
+        assert loop.record('E')['hosts'] == ['w0', 'w1']
+        assert loop.record('E')['foreign_resources'] == []
+        assert loop.did('approve') == ['E']
+
+    def test_impact_waits_for_the_announced_duration(self):
+        loop = Loop()
+        started = dict(ev('E', ['web_0'], duration=30), event_status='Started', not_before=None)
+        loop.round(T0, [ev('E', ['web_0'], duration=30)])
+        loop.round(T0 + 5, [started])
+        loop.round(T0 + 20, [started])
+        assert loop.did('verify') == []
+        loop.round(T0 + 36, [started])
+        assert loop.did('verify') == ['w0']
+
+    def test_the_incarnation_starting_over_changes_nothing(self):
+        # The planner never looks at DocumentIncarnation: a VM whose Scheduled
+        # Events were disabled and enabled again shows the same events.
+        loop = Loop()
+        loop.round(T0, [ev('E', ['web_0'])])
+        before = (list(loop.log), loop.record('E')['times']['seen'])
+        loop.round(T0 + 5, [ev('E', ['web_0'])])
+        assert loop.log == before[0]
+        assert loop.record('E')['times']['seen'] == before[1]
+
+
+class TestForeignVm:
+    def test_never_approved_but_drained_and_recovered(self):
+        loop = Loop(make_setup(db=1), drain_lead_seconds=10000)
+        event = ev('F', ['db_1', 'partner_0'])
+        loop.round(T0, [event])
+        loop.round(T0 + 900, [dict(event, event_status='Started', not_before=None)])
+        loop.round(T0 + 920, [dict(event, event_status='Started', not_before=None)])
+        loop.round(T0 + 925, [dict(event, event_status='Started', not_before=None)])
+        assert loop.did('approve') == []
+        assert loop.did('drain') == ['d1'] and loop.did('undrain') == ['d1']
+        assert loop.record('F')['outcome'] == 'foreign'
+        assert loop.record('F')['state'] == rc.DONE
+
+    def test_allowed_foreign_resources_are_approved(self):
+        loop = Loop(allow_foreign_resources=True)
+        loop.round(T0, [ev('F', ['web_0', 'partner_0'])])
+        assert loop.did('approve') == ['F']
+
+    def test_an_event_naming_no_managed_host_is_not_recorded(self):
+        loop = Loop()
+        loop.round(T0, [ev('X', ['partner_0'])])
+        assert loop.state['events'] == {}
+
+
+class TestFailures:
+    def test_failed_drain_is_not_approved_and_the_others_go_back(self):
+        loop = Loop(failing={('drain', 'w1'): 'backend refused'})
+        loop.round(T0, [ev('E', ['web_0', 'web_1'])])
+        assert loop.did('approve') == []
+        assert loop.did('undrain') == ['w0']
+        assert loop.record('E')['outcome'] == 'drain_failed'
+        assert 'backend refused' in loop.record('E')['outcome_reason']
+
+    def test_failed_verify_keeps_the_host_drained(self):
+        loop = Loop(failing={('verify', 'w0'): 'HTTP 500'})
+        started = dict(ev('E', ['web_0', 'web_1']), event_status='Started', not_before=None)
+        loop.round(T0, [ev('E', ['web_0', 'web_1'])])
+        loop.round(T0 + 5, [started])
+        loop.round(T0 + 20, [started])
+        loop.round(T0 + 25, [started])
+        assert loop.did('undrain') == ['w1']
+        assert loop.state['hosts']['w0']['drained'] is True
+        assert rc.outcome_of(loop.record('E')) == 'verify_failed'
+
+    def test_failed_approval_is_retried_then_given_up(self):
+        loop = Loop(failing={('approve', 'E'): 'HTTP 400'})
+        for second in range(0, 20, 5):
+            loop.round(T0 + second, [ev('E', ['web_0'])])
+        assert loop.did('approve') == ['E', 'E', 'E']
+        assert loop.record('E')['state'] == rc.AWAITING_START
+        assert any('approval failed 3 times' in warning for warning in loop.record('E')['warnings'])
+
+
+class TestOutcomes:
+    def test_cancelled_event_returns_its_hosts(self):
+        loop = Loop(drain_lead_seconds=10000)
+        event = ev('C', ['web_0', 'partner_0'])
+        loop.round(T0, [event])
+        loop.round(T0 + 5, [])
+        assert loop.did('undrain') == ['w0']
+        assert rc.outcome_of(loop.record('C')) == 'cancelled'
+
+    def test_approved_then_gone_unseen_started_and_is_verified(self):
+        loop = Loop()
+        loop.round(T0, [ev('E', ['web_0'])])
+        loop.round(T0 + 5, [ev('E', ['web_0'])])
+        loop.round(T0 + 30, [])
+        record = loop.record('E')
+        assert record['outcome'] == 'approved'
+        assert record['times']['started'] == T0 + 5
+        assert loop.did('verify') == ['w0']
+
+    def test_hardware_failure_appears_started(self):
+        loop = Loop()
+        loop.round(T0, [ev('HW', ['web_0'], 'Reboot', status='Started')])
+        record = loop.record('HW')
+        assert record['status_when_seen'] == 'Started'
+        assert record['outcome'] == 'started_without_notice'
+        assert 'no notice' in record['outcome_reason']
+        assert 'started_without_notice' not in rc.FAILING_OUTCOMES
+
+    def test_first_seen_scheduled_is_reported_as_such(self):
+        loop = Loop()
+        loop.round(T0, [ev('E', ['web_0'])])
+        started = dict(ev('E', ['web_0']), event_status='Started', not_before=None)
+        loop.round(T0 + 5, [started])
+        assert loop.record('E')['status_when_seen'] == 'Scheduled'
+        assert loop.record('E')['outcome'] == 'approved'
+
+    def test_started_by_azure_while_drained(self):
+        loop = Loop(approve=False)
+        loop.round(T0, [ev('E', ['web_0'], not_before=T0 + 30)])
+        loop.round(T0 + 30, [dict(ev('E', ['web_0']), event_status='Started', not_before=None)])
+        assert loop.record('E')['outcome'] == 'started_by_azure'
+
+    def test_worst_outcome(self):
+        assert rc.worst_outcome(['approved', 'cancelled', 'foreign']) == 'foreign'
+        assert rc.worst_outcome(['approved', 'started_undrained']) == 'started_undrained'
+        assert rc.worst_outcome([]) is None
+
+    def test_settled_only_when_every_host_is_back(self):
+        loop = Loop()
+        started = dict(ev('E', ['web_0']), event_status='Started', not_before=None)
+        for second, events in ((0, [ev('E', ['web_0'])]), (5, [started]), (20, [started])):
+            _first, second_out = loop.round(T0 + second, events)
+            assert not second_out['settled']
+        first, dummy = loop.round(T0 + 25, [started])
+        assert first['settled']
+
+
+def test_a_host_in_two_events_is_undrained_after_the_last():
+    loop = Loop()
+    first_event = ev('A', ['web_0'])
+    second_event = ev('B', ['web_0'], 'Reboot', not_before=T0 + 1000)
+    loop.round(T0, [first_event, second_event])
+    assert loop.did('drain') == ['w0'] and sorted(loop.did('approve')) == ['A', 'B']
+    started_a = dict(first_event, event_status='Started', not_before=None)
+    loop.round(T0 + 5, [started_a, second_event])
+    loop.round(T0 + 20, [started_a, second_event])
+    loop.round(T0 + 25, [started_a, second_event])
+    assert loop.did('undrain') == [] and loop.did('verify') == []
+    # Verified once B, still to come on the same host, is over.
+    assert loop.record('A')['state'] == rc.VERIFYING
+
+
+def test_actions_name_only_the_hosts_concerned():
+    loop = Loop()
+    first, second = loop.round(T0, [ev('E', ['web_1'])])
+    assert sorted(first['actions']['hosts']) == ['w1']
+    assert second['actions']['approve'] == {'w1': ['E']}
+
+
+def test_approver_is_the_leader_host():
+    loop = Loop()
+    _first, second = loop.round(T0, [ev('E', ['web_1', 'web_0'])])
+    assert second['actions']['approve'] == {'w1': ['E']}
+
+
+def test_a_host_is_verified_only_once_no_other_event_is_about_to_impact_it():
+    loop = Loop()
+    freeze, reboot = ev('A', ['web_0', 'web_1']), ev('B', ['web_1'], 'Reboot', source='User')
+    loop.round(T0, [freeze, reboot])
+    started_a = dict(freeze, event_status='Started', not_before=None)
+    loop.round(T0 + 5, [started_a, reboot])
+    loop.round(T0 + 20, [started_a, reboot])
+    # web_0 is verified for A; web_1 waits for B, which has not started yet.
+    assert loop.did('verify') == ['w0']
+    started_b = dict(reboot, event_status='Started', not_before=None)
+    loop.round(T0 + 25, [started_a, started_b])
+    loop.round(T0 + 40, [started_a, started_b])
+    assert sorted(loop.did('verify')) == ['w0', 'w1']
