@@ -114,11 +114,11 @@ TRANSITIONS = (
 )
 
 CONDITIONS = {
-    'gone_before_start': 'left the document of every host that saw it and answered, without starting: Azure '
-                         'cancelled it',
+    'gone_before_start': 'left the document of every host that saw it and answered, without starting and before '
+                         'its NotBefore: Azure cancelled it',
     'started_undrained': 'seen Started while some of its hosts were not drained (no notice, no capacity, or not '
                          'handled)',
-    'started': 'seen Started with every host drained',
+    'started': 'seen Started with every host drained (or gone unseen after its approval or its NotBefore)',
     'hosts_added': 'its Resources now name a managed host that is not drained: admitted again, within '
                    'max_unavailable',
     'not_selected': 'its type or source is not in rolling_event_types / rolling_event_sources',
@@ -456,10 +456,19 @@ class _Round(object):
                 self.move(record, 'gone', GONE)
             return
         if not record['present'] and record['times']['started'] is None:
+            not_before = _not_before(record)
             if record['times']['approved'] is not None:
                 # Approved, then gone before a round saw it Started: it
                 # started when approved and is over already.
                 record['times']['started'] = record['times']['approved']
+                self.on_started(record)
+                return
+            if not_before is not None and not_before <= self.now:
+                # Gone unseen after its NotBefore (rounds slower than its
+                # impact, or unreachable hosts): Azure started it then. Taking
+                # it for cancelled would undrain hosts that were impacted
+                # without a check and hide the impact from the report.
+                record['times']['started'] = not_before
                 self.on_started(record)
                 return
             record['outcome'] = 'cancelled'

@@ -480,6 +480,31 @@ class TestOutcomes:
         assert loop.did('undrain') == ['w0']
         assert rc.outcome_of(loop.record('C')) == 'cancelled'
 
+    def test_foreign_event_gone_unseen_after_not_before_started_and_is_verified(self):
+        # Not ours to approve: Azure starts it at NotBefore. When it starts
+        # and leaves between two reads it is over, not cancelled: its hosts
+        # are verified before they return to service.
+        loop = Loop()
+        event = ev('F', ['web_0', 'partner_0'], not_before=T0 + 60)
+        loop.round(T0, [event])
+        assert loop.record('F')['state'] == rc.AWAITING_START
+        loop.round(T0 + 90, [])
+        record = loop.record('F')
+        assert record['times']['started'] == T0 + 60
+        assert record['outcome'] == 'foreign'
+        loop.round(T0 + 95, [])
+        assert loop.did('approve') == []
+        assert loop.did('verify') == ['w0']
+        assert loop.did('undrain') == ['w0']
+        assert rc.outcome_of(loop.record('F')) == 'foreign'
+
+    def test_event_gone_before_its_not_before_is_cancelled_not_started(self):
+        loop = Loop()
+        loop.round(T0, [ev('F', ['web_0', 'partner_0'], not_before=T0 + 60)])
+        loop.round(T0 + 30, [])
+        assert loop.record('F')['times']['started'] is None
+        assert rc.outcome_of(loop.record('F')) == 'cancelled'
+
     def test_approved_then_gone_unseen_started_and_is_verified(self):
         loop = Loop()
         loop.round(T0, [ev('E', ['web_0'])])
