@@ -445,6 +445,12 @@ class _Round(object):
 
     def _step_once(self, record):
         state = record['state']
+        if state == APPROVING and record['times']['approved'] is not None:
+            # The approval came back in the same call that sees the event
+            # Started (a Freeze starts within seconds of it): record the
+            # approval first, so the log and the report show both steps.
+            self.move(record, 'approved', AWAITING_START)
+            return
         started = record['status'] == 'Started'
         if started and record['times']['started'] is None:
             record['times']['started'] = self.now

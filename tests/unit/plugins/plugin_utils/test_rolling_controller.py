@@ -505,6 +505,17 @@ class TestOutcomes:
         assert loop.record('F')['times']['started'] is None
         assert rc.outcome_of(loop.record('F')) == 'cancelled'
 
+    def test_approval_and_start_seen_in_one_call_are_both_recorded(self):
+        loop = Loop()
+        freeze = ev('E', ['web_0'])
+        loop.round(T0, [freeze])
+        assert loop.did('approve') == ['E']
+        first, _second = loop.round(T0 + 5, [dict(freeze, event_status='Started', not_before=None)])
+        moves = [line for line in first['messages'] if '->' in line]
+        assert moves[:2] == ['Freeze E: approving -> awaiting_start (approved)',
+                             'Freeze E: awaiting_start -> in_impact (started)'], moves
+        assert loop.record('E')['times']['approved'] <= loop.record('E')['times']['started']
+
     def test_approved_then_gone_unseen_started_and_is_verified(self):
         loop = Loop()
         loop.round(T0, [ev('E', ['web_0'])])
