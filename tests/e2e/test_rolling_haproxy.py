@@ -12,7 +12,14 @@ shows the first test could fail.
 
 import pytest
 
-from stage.checks import approval_posts_by_event, epoch_of, log_tail, run_scenario, undrained_at_approval
+from stage.checks import (
+    approval_posts_by_event,
+    epoch_of,
+    log_tail,
+    run_scenario,
+    summary_mismatches,
+    undrained_at_approval,
+)
 from stage.rolling_stage import (
     FOREIGN_FREEZE,
     FREEZE_API_UD0,
@@ -98,6 +105,12 @@ def test_the_report_matches_what_happened(drained_run):
     with open(drained_run['report_html']) as handle:
         page = handle.read()
     assert 'class="timeline"' in page and FOREIGN_FREEZE in page
+
+
+def test_the_report_agrees_with_the_simulators_logs(drained_run):
+    # What make demo prints as "consistent": approvals, starts and cancellations
+    # in the report are the ones the simulator logged.
+    assert summary_mismatches(drained_run['report'], drained_run['approvals'], drained_run['events']) == []
 
 
 def test_without_draining_requests_fail(undrained_run):

@@ -78,6 +78,33 @@ def _state_at(changes, server, moment):
     return found
 
 
+def summary_mismatches(report, approvals, world_events):
+    """Where the report disagrees with the simulator's logs: approvals, starts, cancellations.
+
+    ``approvals`` are the simulator's accepted approval POSTs, ``world_events``
+    its events by id. The demo prints these; the e2e test requires none.
+    """
+    mismatches = []
+    approved_in_simulator = set(event_id.lower() for entry in approvals for event_id in entry['event_ids'])
+    approved_in_report = set(event_id.lower() for event_id in report['run']['approved'])
+    if approved_in_simulator != approved_in_report:
+        mismatches.append('approved: simulator %s, report %s' % (sorted(approved_in_simulator),
+                                                                  sorted(approved_in_report)))
+    for event in report['events']:
+        world = dict((key.lower(), value) for key, value in world_events.items()).get(event['event_id'].lower())
+        if world is None:
+            mismatches.append('%s is not in the simulator' % event['event_id'])
+            continue
+        started = world['started_at'] is not None
+        if started != (event['times']['started'] is not None):
+            mismatches.append('%s: started in the simulator: %s, in the report: %s'
+                              % (event['event_id'], started, event['times']['started']))
+        if (world['status'] == 'Cancelled') != (event['outcome'] == 'cancelled'):
+            mismatches.append('%s: simulator status %s, report outcome %s'
+                              % (event['event_id'], world['status'], event['outcome']))
+    return mismatches
+
+
 def log_tail(path, lines=60):
     with open(path) as handle:
         return ''.join(handle.readlines()[-lines:])
