@@ -364,13 +364,17 @@ def build_report(state, run):
     for event in events:
         counts[event['outcome']] = counts.get(event['outcome'], 0) + 1
     worst = worst_outcome(counts)
-    failed = any(name in FAILING_OUTCOMES for name in counts)
+    # Hosts that never answered: the run cannot vouch for what happened there.
+    unobserved = list((state or {}).get('unobserved_hosts') or [])
+    failed = any(name in FAILING_OUTCOMES for name in counts) or bool(unobserved)
     order = [name for name, _label, _fails in OUTCOMES]
     parts = ['%d %s' % (counts[name], OUTCOME_LABELS[name]) for name in order if name in counts]
+    if unobserved:
+        parts.append('no answer all run from %s' % ', '.join(unobserved))
     summary = dict(run)
     summary.update(
         started=format_epoch(start), finished=format_epoch(end), wall_seconds=round(span, 3) if start is not None else 0,
-        events=len(events), outcomes=counts, worst_outcome=worst, failed=failed,
+        events=len(events), outcomes=counts, worst_outcome=worst, failed=failed, unobserved_hosts=unobserved,
         summary='%s: %d event(s)%s' % ('FAILED' if failed else 'succeeded', len(events),
                                        (': ' + ', '.join(parts)) if parts else ''),
         approved=sorted(event['event_id'] for event in events if event['times']['approved']))

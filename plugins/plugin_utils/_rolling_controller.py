@@ -177,7 +177,8 @@ def transitions_from(state):
 
 def new_state():
     """The controller state before the first round."""
-    return {'events': {}, 'hosts': {}, 'resource_names': {}, 'drain_seconds': [], 'last_change': None, 'rounds': 0}
+    return {'events': {}, 'hosts': {}, 'resource_names': {}, 'drain_seconds': [], 'last_change': None, 'rounds': 0,
+            'observed_hosts': [], 'unobserved_hosts': []}
 
 
 def drain_lead_seconds(state, options):
@@ -307,6 +308,17 @@ class _Round(object):
                 names[host] = info['resource_name']
         names.update((host, name) for host, name in (self.observation.get('resource_names') or {}).items()
                      if host in self.host_group and name)
+        # A host that has not answered once this run may have events nobody
+        # has seen: the run cannot say "nothing pending" until it has (a round
+        # in which every read timed out on a busy machine saw nothing at all).
+        observed = set(self.state.get('observed_hosts') or []) | set(
+            host for host in self.setup['hosts'] if self.answered(host))
+        self.state['observed_hosts'] = sorted(observed)
+        self.state['unobserved_hosts'] = sorted(host for host in self.setup['hosts'] if host not in observed)
+        if self.state['unobserved_hosts'] and self.state['rounds'] > 1:
+            self.warnings.append('no answer yet from %s: their events are known only if another VM of their '
+                                 'availability set sees them; the run goes on until they answer or its time '
+                                 'budget is spent' % ', '.join(self.state['unobserved_hosts']))
         seen = {}
         for event in self.observation.get('events') or []:
             key = event_id_key(event.get('event_id'))
@@ -686,7 +698,8 @@ class _Round(object):
         for host in sorted(set(drain) | set(verify) | set(undrain) | set(approve)):
             hosts[host] = {'drain': host in drain, 'verify': host in verify, 'wait_back': host in wait_back,
                            'undrain': host in undrain, 'approve': approve.get(host, [])}
-        settled = all(record['state'] in SETTLED for record in self.state['events'].values()) and not undrain
+        settled = all(record['state'] in SETTLED for record in self.state['events'].values()) and not undrain \
+            and not self.state.get('unobserved_hosts')
         return {'state': self.state,
                 'actions': {'drain': drain, 'verify': verify, 'undrain': undrain, 'approve': approve, 'hosts': hosts},
                 'messages': self.messages, 'warnings': self.warnings, 'settled': settled,

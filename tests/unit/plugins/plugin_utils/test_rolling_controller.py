@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_select import event_id_key
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils import _rolling_controller as rc
-from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling import build_setup
+from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling import build_report, build_setup
 
 T0 = 1700000000.0
 INVENTORY = {'all': ['w0', 'w1', 'w2', 'w3', 'd0', 'd1'], 'web': ['w0', 'w1', 'w2', 'w3'], 'db': ['d0', 'd1'],
@@ -605,3 +605,35 @@ def test_a_host_is_verified_only_once_no_other_event_is_about_to_impact_it():
     loop.round(T0 + 25, [started_a, started_b])
     loop.round(T0 + 40, [started_a, started_b])
     assert sorted(loop.did('verify')) == ['w0', 'w1']
+
+
+class TestHostsThatNeverAnswered:
+    def test_a_round_in_which_nobody_answered_is_not_nothing_pending(self):
+        # Every read timed out (a busy machine, a hung IMDS): nothing was
+        # seen, which says nothing about what is scheduled.
+        loop = Loop()
+        first, second = loop.round(T0, [ev('E', ['web_0'])], unknown=INVENTORY['all'])
+        assert first['settled'] is False and second['settled'] is False
+        assert loop.state['unobserved_hosts'] == sorted(INVENTORY['all'])
+        first, _second = loop.round(T0 + 5, [])
+        assert first['settled'] is True
+        assert loop.state['unobserved_hosts'] == []
+
+    def test_a_host_silent_all_run_is_named_every_round_and_fails_the_report(self):
+        loop = Loop()
+        loop.round(T0, [], unknown=['d1'])
+        first, _second = loop.round(T0 + 5, [], unknown=['d1'])
+        assert first['settled'] is False
+        assert any('no answer yet from d1' in warning for warning in first['warnings'])
+        report = build_report(loop.state, {'started': T0, 'finished': T0 + 10})
+        assert report['run']['failed'] is True
+        assert report['run']['unobserved_hosts'] == ['d1']
+        assert 'no answer all run from d1' in report['run']['summary']
+
+    def test_a_host_that_answered_once_is_not_held_against_the_run(self):
+        # Unknown this round is normal (a timeout); it answered before.
+        loop = Loop()
+        loop.round(T0, [])
+        first, _second = loop.round(T0 + 5, [], unknown=['d1'])
+        assert first['settled'] is True
+        assert build_report(loop.state, {'started': T0, 'finished': T0 + 10})['run']['failed'] is False
