@@ -71,7 +71,6 @@ def run_check(config_path):
 def run_once(config_path, transport_preference):
     """Poll once and print the plan: events, hooks due, approval decisions."""
     from .core._se_errors import ScheduledEventsError
-    from .core._se_select import annotate_event
     from .config import ConfigError, load_config
     from .engine import Service
     from .hooks import list_hooks
@@ -100,7 +99,7 @@ def run_once(config_path, transport_preference):
         record = state['events'][key]
         decision = decisions.get(key)
         plan.append({
-            'event': annotate_event(record['event'], service.resource_name),
+            'event': service.poller.identity.annotate(record['event']),
             'present': record['present'],
             'hooks_due': [{'phase': phase, 'hooks': list_hooks(config['hooks_dir'], phase)} for phase in record['due']],
             'approval': ({'decision': decision[0], 'rule': decision[1], 'reason': decision[2]} if decision

@@ -34,6 +34,7 @@ from .core._se_select import event_id_key
 from . import hooks as hook_runner
 from .config import PHASES, ConfigError, load_config, validate_loopback_listen
 from .logs import configure_logging
+from .metrics import PREFIX as METRICS_PREFIX
 from .metrics import Metrics, MetricsListenError, MetricsServer, check_listen_address, write_textfile
 from .notify import EventLog, WebhookNotifier, make_record
 from .reconcile import (
@@ -110,6 +111,9 @@ class Service(object):
         if warning:
             self.logger.warning(warning)
         self.dirty = False
+        # Failed saves in a row; the first is said loudly, the recovery too.
+        self.state_save_failures = 0
+        self.metrics.set('state_save_failing', 0)
 
     # -- set-up -------------------------------------------------------------
 
@@ -265,10 +269,9 @@ class Service(object):
     def _publish_notes(self, notes):
         for kind, event, detail in notes:
             if kind in ('new', 'started'):
-                affected = event.get('affects_this_vm')
                 self.metrics.add('events_seen_total', event_type=event.get('event_type'),
                                  event_status=event.get('event_status'),
-                                 affects_this_vm='unknown' if affected is None else str(bool(affected)).lower())
+                                 affects_this_vm=hook_runner.tristate_text(event.get('affects_this_vm')))
             if kind == 'new' and event.get('affects_this_vm') is None:
                 self._publish(kind, event, message='event new: %s %s may concern this VM, whose name is not known yet '
                               '(Resources %s); its prepare hooks may run, approval waits for the name'
@@ -312,10 +315,13 @@ class Service(object):
                 self.dirty = True
             if any(record['due'] for record in self.state['events'].values()):
                 self.work_available.set()
-        affecting = sum(1 for event in normalized['events'] if self.poller.identity.affects(event) is True)
         self.metrics.set('document_incarnation', normalized['document_incarnation'])
-        self.metrics.set('pending_events', affecting, affects_this_vm='true')
-        self.metrics.set('pending_events', len(normalized['events']) - affecting, affects_this_vm='false')
+        # Events of a VM whose name is not known yet are counted as unknown, never as "not this VM".
+        counts = dict((label, 0) for label in ('true', 'false', 'unknown'))
+        for event in normalized['events']:
+            counts[hook_runner.tristate_text(self.poller.identity.affects(event))] += 1
+        for label, count in counts.items():
+            self.metrics.set('pending_events', count, affects_this_vm=label)
         self._publish_notes(notes)
         self.approve_pending()
         self.save_if_dirty()
@@ -386,9 +392,33 @@ class Service(object):
             try:
                 save_state(self.config['state_file'], self.state)
             except StateError as exc:
-                self.logger.error('%s', exc)
+                self._state_not_saved(exc)
                 return
             self.dirty = False
+            self._state_saved()
+
+    def _state_not_saved(self, exc):
+        """Degrade loudly, once: keep serving, say it once, show it in the metrics until a save works again."""
+        self.state_save_failures += 1
+        self.metrics.add('state_save_errors_total')
+        self.metrics.set('state_save_failing', 1)
+        if self.state_save_failures == 1:
+            # Stopping would be worse: events would go unseen and recover
+            # hooks unrun. Saving is tried again whenever the state changes.
+            self.logger.error('%s. The service keeps running - events are followed, hooks run, approvals go out - '
+                              'but until the state can be saved a restart would run hooks again. Said once; '
+                              'the metric %sstate_save_failing is 1 until a save succeeds.', exc, METRICS_PREFIX,
+                              extra={'fields': {'kind': 'state_save_failing'}})
+        else:
+            self.logger.debug('%s (failure %d in a row)', exc, self.state_save_failures)
+
+    def _state_saved(self):
+        if self.state_save_failures:
+            self.logger.warning('the state is saved to %s again, after %d failed attempt(s)',
+                                self.config['state_file'], self.state_save_failures,
+                                extra={'fields': {'kind': 'state_saved_again'}})
+            self.state_save_failures = 0
+        self.metrics.set('state_save_failing', 0)
 
     def _save_now(self):
         with self.lock:
