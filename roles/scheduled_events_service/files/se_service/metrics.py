@@ -166,7 +166,8 @@ class MetricsServer(object):
     def __init__(self, metrics, host, port):
         # Imported here: most installations never serve metrics, and the idle
         # service is meant to stay small.
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from http.server import BaseHTTPRequestHandler, HTTPServer
+        from socketserver import ThreadingMixIn
 
         class _MetricsHandler(BaseHTTPRequestHandler):
             server_version = 'scheduled-events-service'
@@ -187,7 +188,8 @@ class MetricsServer(object):
             def log_message(self, *args):
                 """Scrapes are not worth a log line each."""
 
-        class _Server(ThreadingHTTPServer):
+        # ThreadingHTTPServer, written out: Python 3.6 (RHEL 8) has no such class.
+        class _Server(ThreadingMixIn, HTTPServer):
             address_family = socket.AF_INET6 if ':' in host else socket.AF_INET
             # Connection threads never delay a stop or a reload.
             daemon_threads = True
