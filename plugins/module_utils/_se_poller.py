@@ -166,11 +166,20 @@ class Identity(object):
 
     def annotate(self, event, now=None):
         """``annotate_event`` for this VM; ``affects_this_vm`` and ``is_leader`` are None while the name is unknown."""
-        annotated = annotate_event(event, self.name, now)
-        if not self.known:
-            annotated['affects_this_vm'] = None
-            annotated['is_leader'] = None
-        return annotated
+        return annotate_for_identity(event, self.name, now)
+
+
+def annotate_for_identity(event, resource_name, now=None):
+    """``annotate_event`` for the VM ``resource_name``, or for a VM whose name is not known yet (None).
+
+    Unknown is not "no": ``affects_this_vm`` and ``is_leader`` stay None
+    (possibly this VM's event) until the name is known.
+    """
+    annotated = annotate_event(event, resource_name, now)
+    if resource_name is None:
+        annotated['affects_this_vm'] = None
+        annotated['is_leader'] = None
+    return annotated
 
 
 CHANGE_NEW = 'new'

@@ -274,7 +274,8 @@ class Daemon(object):
 
 
 @pytest.fixture
-def daemon_factory(tmp_path):
+def daemon_factory(tmp_path, simulator_process):
+    """Daemons under test, killed at the end; their endpoint is the session simulator's, so it must run."""
     daemons = []
 
     def make(vm_index=0, name='daemon'):

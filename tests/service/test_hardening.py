@@ -112,14 +112,55 @@ def test_an_unusable_state_directory_refuses_the_start(simulator, daemon):
     assert daemon.records() == []
 
 
-def test_a_state_lost_while_running_is_not_reported_as_saved(simulator, daemon):
-    daemon.write_config()
+def _metric(path, name):
+    """The value of an unlabelled metric in the textfile at ``path`` (None while absent)."""
+    try:
+        with open(path) as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    values = [float(line.split()[-1]) for line in lines if line.startswith(name + ' ')]
+    return values[0] if values else None
+
+
+def test_a_state_lost_while_running_degrades_loudly_once_and_recovers(simulator, daemon):
+    textfile = os.path.join(daemon.base_dir, 'metrics.prom')
+    daemon.write_config(metrics={'textfile': textfile, 'textfile_interval': 1})
     daemon.start()
     wait_until(lambda: os.path.exists(daemon.state_file), LIMIT_SECONDS, what='first save')
     state_dir = os.path.dirname(daemon.state_file)
     os.rename(state_dir, state_dir + '.moved')
     with open(state_dir, 'w'):
         pass  # a file where the directory was: nothing can be saved any more
+    simulator.create_event('Freeze', ['WestNO_0'])
+    # Every pass of the loop tries again (the state stays unsaved), and says nothing more.
+    wait_until(lambda: (_metric(textfile, 'scheduled_events_service_state_save_errors_total') or 0) >= 3,
+               LIMIT_SECONDS, what='repeated save failures in the metrics')
+    assert _metric(textfile, 'scheduled_events_service_state_save_failing') == 1
+    loud = [entry for entry in daemon.log_entries()
+            if entry['level'] == 'error' and 'cannot write the state file' in entry['message']]
+    assert len(loud) == 1 and 'keeps running' in loud[0]['message'], loud
+    # Saving works again: said once, the metric goes back to 0, the state holds what happened meanwhile.
+    os.unlink(state_dir)
+    os.rename(state_dir + '.moved', state_dir)
+    second = simulator.create_event('Reboot', ['WestNO_0'])
+    wait_until(lambda: daemon.log_contains('saved to %s again' % daemon.state_file), LIMIT_SECONDS, what='recovery')
+    wait_until(lambda: second.lower() in daemon.state()['events'], LIMIT_SECONDS, what='state saved again')
+    wait_until(lambda: _metric(textfile, 'scheduled_events_service_state_save_failing') == 0, LIMIT_SECONDS,
+               what='metric back to 0')
+    assert daemon.stop() == 0
+    stopped = [entry for entry in daemon.log_entries() if entry['message'].startswith('stopped')]
+    assert stopped[-1]['level'] == 'info' and 'state saved' in stopped[-1]['message']
+
+
+def test_a_state_lost_until_the_stop_is_not_reported_as_saved(simulator, daemon):
+    daemon.write_config()
+    daemon.start()
+    wait_until(lambda: os.path.exists(daemon.state_file), LIMIT_SECONDS, what='first save')
+    state_dir = os.path.dirname(daemon.state_file)
+    os.rename(state_dir, state_dir + '.moved')
+    with open(state_dir, 'w'):
+        pass
     simulator.create_event('Freeze', ['WestNO_0'])
     wait_until(lambda: daemon.log_contains('cannot write the state file'), LIMIT_SECONDS, what='save error')
     assert daemon.stop() == 0

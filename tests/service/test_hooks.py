@@ -141,3 +141,31 @@ def test_hook_output_and_exit_status_are_logged(simulator, daemon):
 
 def recording_hook_failing():
     return '#!/bin/sh\necho "something went wrong"\nexit 3\n'
+
+
+# Faults on the identity lookup that outlast any test.
+UNTIL_CLEARED = 100000
+
+
+def test_while_the_vm_name_is_unknown_hooks_and_metrics_say_unknown_not_no(simulator, daemon):
+    simulator.add_fault('status', vm='WestNO_0', path='compute', status=500, count=UNTIL_CLEARED)
+    textfile = daemon.base_dir + '/metrics.prom'
+    daemon.add_hook('prepare', '10-first')
+    daemon.write_config(approval={'rules': [{'action': 'approve'}]}, metrics={'textfile': textfile, 'textfile_interval': 1})
+    daemon.start()
+    event_id = simulator.create_event('Freeze', ['WestNO_0'])
+    record = daemon.wait_for_hooks(event_id, ['prepare/10-first']) and daemon.records()[0]
+    # Possibly this VM's event: null on stdin, "unknown" in the environment - never false.
+    assert record['stdin']['resource_name'] is None
+    assert record['stdin']['affects_this_vm'] is None and record['stdin']['is_leader'] is None
+    assert record['stdin']['event']['affects_this_vm'] is None and record['stdin']['event']['is_leader'] is None
+    assert record['env']['SE_AFFECTS_THIS_VM'] == 'unknown' and record['env']['SE_IS_LEADER'] == 'unknown'
+    wait_until(lambda: 'scheduled_events_service_pending_events{affects_this_vm="unknown"} 1'
+               in open(textfile).read().splitlines(), 15, what='pending events counted as unknown')
+    text = open(textfile).read()
+    assert 'scheduled_events_service_pending_events{affects_this_vm="false"} 0' in text.splitlines()
+    assert 'events_seen_total{affects_this_vm="unknown",event_status="Scheduled",event_type="Freeze"} 1' in text
+    assert simulator.approvals() == []  # approval waits for the name
+    simulator.clear_faults()
+    wait_until(lambda: simulator.approvals(), 15, what='approval once the name is known')
+    assert daemon.stop() == 0

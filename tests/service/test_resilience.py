@@ -171,3 +171,16 @@ def test_unreadable_state_is_set_aside_and_the_service_starts_afresh(simulator, 
     daemon.wait_for_hooks(event_id, ['prepare/10-only'])
     assert daemon.stop() == 0
     assert daemon.state()['version'] == 1
+
+
+def test_the_end_of_a_prepare_phase_is_saved_while_imds_fails(simulator, daemon):
+    daemon.add_hook('prepare', '10-slow', sleep_seconds=1)
+    daemon.write_config(approval=NEVER, resource_name='WestNO_0')
+    daemon.start()
+    event_id = simulator.create_event('Freeze', ['WestNO_0'])
+    wait_until(lambda: daemon.records('start'), 15, what='prepare hook start')
+    # Every poll fails from now on: the phase's end must still reach the disk.
+    simulator.add_fault('status', vm='WestNO_0', path='scheduledevents', status=500, count=100000)
+    wait_until(lambda: daemon.state()['events'][event_id.lower()]['phases'].get('prepare', {}).get('finished'), 15,
+               what='prepare phase saved as finished')
+    assert daemon.stop() == 0

@@ -211,3 +211,18 @@ time.sleep(120)
     result, dummy = run(hook, timeout=2)
     # 143: the handler ran; -SIGTERM: the signal came before the handler was set (a slow start).
     assert result.outcome == OUTCOME_TIMEOUT and result.exit_code in (143, -signal.SIGTERM)
+
+
+@pytest.mark.parametrize('known, stdin_value, env_value', [
+    (True, True, 'true'),
+    (False, False, 'false'),
+    # The VM's name is not known yet: possibly this VM's event, never "no".
+    (None, None, 'unknown'),
+])
+def test_whether_the_event_is_ours_keeps_unknown_on_stdin_and_in_the_environment(known, stdin_value, env_value):
+    event = dict(EVENT, affects_this_vm=known, is_leader=known)
+    document = json.loads(hook_input('prepare', event, None if known is None else 'vm0', 7).decode('utf-8'))
+    assert document['affects_this_vm'] is stdin_value and document['is_leader'] is stdin_value
+    assert document['event']['affects_this_vm'] is stdin_value
+    environment = hook_environment({}, 'prepare', event, None if known is None else 'vm0', 7)
+    assert environment['SE_AFFECTS_THIS_VM'] == env_value and environment['SE_IS_LEADER'] == env_value

@@ -42,3 +42,30 @@ def test_the_approval_policy_lives_with_the_daemon_alone():
     import se_service.core._se_client
     assert se_service.policy.__name__ == 'se_service.policy'
     assert os.path.dirname(se_service.core._se_client.__file__) == os.path.join(PACKAGE, 'core')
+
+
+# Run in a fresh interpreter: what the daemon imports, not what the test session already holds.
+_STANDARD_LIBRARY_ONLY = r'''
+import logging, os, sys, tempfile
+sys.path.insert(0, sys.argv[1])
+from se_service.cli import parse_arguments
+from se_service.config import validate_config
+from se_service.engine import Service
+work = tempfile.mkdtemp()
+config = validate_config({'state_file': os.path.join(work, 'state.json'), 'hooks_dir': os.path.join(work, 'hooks')})
+service = Service(config, os.path.join(work, 'config.json'), logging.getLogger('package-test'))
+client = service._build_client()
+print(type(client.transport).__module__, type(client.transport).__name__,
+      sorted(name for name in ('requests', 'urllib3') if name in sys.modules))
+'''
+
+
+def test_the_daemon_needs_nothing_beyond_the_standard_library():
+    import subprocess
+    import sys
+    result = subprocess.run([sys.executable, '-c', _STANDARD_LIBRARY_ONLY, os.path.dirname(PACKAGE)],
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    # The core's keep-alive http.client transport, the one the modules use.
+    # even where requests is installed (as in the test environment), and requests is never imported.
+    assert result.stdout.split() == ['se_service.core._se_transport', 'HttpClientTransport', '[]']

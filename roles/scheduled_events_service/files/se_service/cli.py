@@ -31,8 +31,6 @@ def parse_arguments(argv):
                       help='validate the configuration and the hook directories, then exit (non-zero on problems)')
     mode.add_argument('--once', action='store_true',
                       help='poll once and print, as JSON, what the service would do; runs no hook, approves nothing')
-    parser.add_argument('--transport', choices=('requests', 'http.client'), default='requests',
-                        help='HTTP library for IMDS (default: requests, falling back to http.client when missing)')
     parser.add_argument('--version', action='version', version='%(prog)s ' + VERSION)
     return parser.parse_args(argv)
 
@@ -68,10 +66,9 @@ def run_check(config_path):
     return EXIT_OK
 
 
-def run_once(config_path, transport_preference):
+def run_once(config_path):
     """Poll once and print the plan: events, hooks due, approval decisions."""
     from .core._se_errors import ScheduledEventsError
-    from .core._se_select import annotate_event
     from .config import ConfigError, load_config
     from .engine import Service
     from .hooks import list_hooks
@@ -82,7 +79,7 @@ def run_once(config_path, transport_preference):
     except ConfigError as exc:
         return _fail(str(exc))
     logger = configure_logging('text', 'warning')
-    service = Service(config, config_path, logger, transport_preference, dry_run=True)
+    service = Service(config, config_path, logger, dry_run=True)
     service.client = service._build_client()
     try:
         service._resolve_identity()
@@ -100,7 +97,7 @@ def run_once(config_path, transport_preference):
         record = state['events'][key]
         decision = decisions.get(key)
         plan.append({
-            'event': annotate_event(record['event'], service.resource_name),
+            'event': service.poller.identity.annotate(record['event']),
             'present': record['present'],
             'hooks_due': [{'phase': phase, 'hooks': list_hooks(config['hooks_dir'], phase)} for phase in record['due']],
             'approval': ({'decision': decision[0], 'rule': decision[1], 'reason': decision[2]} if decision
@@ -115,7 +112,7 @@ def run_once(config_path, transport_preference):
     return EXIT_OK
 
 
-def run_service(config_path, transport_preference):
+def run_service(config_path):
     from .config import PHASES, ConfigError, load_config
     from .engine import Service
     from .hooks import check_hooks
@@ -136,7 +133,7 @@ def run_service(config_path, transport_preference):
         # offending hook is refused when its phase comes, which blocks
         # approvals that wait on prepare.
         logger.error('%s; that hook will be refused when its phase comes', exc)
-    service = Service(config, config_path, logger, transport_preference)
+    service = Service(config, config_path, logger)
     try:
         # Proven at once: a service that cannot remember which hooks ran
         # would run them again after its next restart.
@@ -165,5 +162,5 @@ def main(argv=None):
     if arguments.check:
         return run_check(config_path)
     if arguments.once:
-        return run_once(config_path, arguments.transport)
-    return run_service(config_path, arguments.transport)
+        return run_once(config_path)
+    return run_service(config_path)

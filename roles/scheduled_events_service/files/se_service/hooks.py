@@ -118,6 +118,17 @@ def _limited(environment):
     return environment
 
 
+def tristate(value):
+    """True, False, or None for "not known yet" (this VM's name is not known, so the event is possibly ours)."""
+    return None if value is None else bool(value)
+
+
+def tristate_text(value):
+    """``tristate`` for an environment variable: ``true``, ``false`` or ``unknown``."""
+    known = tristate(value)
+    return 'unknown' if known is None else ('true' if known else 'false')
+
+
 def hook_environment(base_environment, phase, event, resource_name, document_incarnation):
     """The environment of a hook: the daemon's own plus the ``SE_*`` variables describing the event."""
     environment = dict((key, value) for key, value in base_environment.items()
@@ -138,17 +149,21 @@ def hook_environment(base_environment, phase, event, resource_name, document_inc
         'SE_DESCRIPTION': _text(event.get('description')),
         'SE_RESOURCES': ','.join(_text(name) for name in event.get('resources') or []),
         'SE_RESOURCE_NAME': _text(resource_name),
-        'SE_IS_LEADER': 'true' if event.get('is_leader') else 'false',
-        'SE_AFFECTS_THIS_VM': 'true' if event.get('affects_this_vm') else 'false',
+        'SE_IS_LEADER': tristate_text(event.get('is_leader')),
+        'SE_AFFECTS_THIS_VM': tristate_text(event.get('affects_this_vm')),
         'SE_DOCUMENT_INCARNATION': '' if document_incarnation is None else str(document_incarnation),
     }))
     return environment
 
 
 def hook_input(phase, event, resource_name, document_incarnation):
-    """The JSON document a hook reads on stdin."""
-    return json.dumps({'phase': phase, 'resource_name': resource_name, 'is_leader': bool(event.get('is_leader')),
-                       'affects_this_vm': bool(event.get('affects_this_vm')),
+    """The JSON document a hook reads on stdin.
+
+    ``affects_this_vm`` and ``is_leader`` are null while this VM's name is not
+    known: the event is possibly this VM's, and a hook must not read "no".
+    """
+    return json.dumps({'phase': phase, 'resource_name': resource_name, 'is_leader': tristate(event.get('is_leader')),
+                       'affects_this_vm': tristate(event.get('affects_this_vm')),
                        'document_incarnation': document_incarnation, 'event': event}, sort_keys=True).encode('utf-8')
 
 

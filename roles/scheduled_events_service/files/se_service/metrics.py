@@ -23,7 +23,8 @@ PREFIX = 'scheduled_events_service_'
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 130.0)
 
 _DESCRIPTIONS = (
-    ('events_seen_total', 'counter', 'Events seen, counted once per event and status, by type, status and whether they list this VM.'),
+    ('events_seen_total', 'counter', 'Events seen, counted once per event and status, by type, status and whether they list '
+     'this VM (true, false, or unknown while its name is not known).'),
     ('hooks_run_total', 'counter', 'Hooks run, by phase.'),
     ('hooks_failed_total', 'counter', 'Hooks that failed, timed out or were refused, by phase.'),
     ('approvals_total', 'counter', 'Events approved by this VM.'),
@@ -32,8 +33,10 @@ _DESCRIPTIONS = (
     ('poll_errors_total', 'counter', 'Polls that got no usable document, by kind of error.'),
     ('poll_duration_seconds', 'histogram', 'Time to get and parse the events document.'),
     ('document_incarnation', 'gauge', 'DocumentIncarnation of the last document.'),
-    ('pending_events', 'gauge', 'Events in the last document, by whether they list this VM.'),
+    ('pending_events', 'gauge', 'Events in the last document, by whether they list this VM (true, false, unknown).'),
     ('last_successful_poll_timestamp_seconds', 'gauge', 'Unix time of the last successful poll.'),
+    ('state_save_errors_total', 'counter', 'Attempts to save the state file that failed.'),
+    ('state_save_failing', 'gauge', '1 while the state file cannot be saved (a restart would run hooks again), else 0.'),
 )
 
 
@@ -104,7 +107,7 @@ class Metrics(object):
                 lines.append('%s_count %d' % (full, count))
                 continue
             series = sorted((labels, value) for (metric, labels), value in values.items() if metric == name)
-            if not series and kind == 'counter' and name in ('approvals_total', 'approval_errors_total', 'polls_total'):
+            if not series and kind == 'counter' and name in ('approvals_total', 'approval_errors_total', 'polls_total', 'state_save_errors_total'):
                 series = [((), 0)]
             for labels, value in series:
                 lines.append('%s%s %s' % (full, _labels(labels), _number(value)))
@@ -163,7 +166,8 @@ class MetricsServer(object):
     def __init__(self, metrics, host, port):
         # Imported here: most installations never serve metrics, and the idle
         # service is meant to stay small.
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from http.server import BaseHTTPRequestHandler, HTTPServer
+        from socketserver import ThreadingMixIn
 
         class _MetricsHandler(BaseHTTPRequestHandler):
             server_version = 'scheduled-events-service'
@@ -184,7 +188,8 @@ class MetricsServer(object):
             def log_message(self, *args):
                 """Scrapes are not worth a log line each."""
 
-        class _Server(ThreadingHTTPServer):
+        # ThreadingHTTPServer, written out: Python 3.6 (RHEL 8) has no such class.
+        class _Server(ThreadingMixIn, HTTPServer):
             address_family = socket.AF_INET6 if ':' in host else socket.AF_INET
             # Connection threads never delay a stop or a reload.
             daemon_threads = True

@@ -14,8 +14,8 @@ what lets ``--once`` show what the daemon would do.
 import time
 
 from .policy import PREPARE_FAILED, PREPARE_NOT_DONE, PREPARE_SUCCEEDED, approval_decision
-from .core._se_poller import CHANGE_CHANGED, CHANGE_REMOVED, CHANGE_STARTED, track_changes
-from .core._se_select import annotate_event, event_id_key
+from .core._se_poller import CHANGE_CHANGED, CHANGE_REMOVED, CHANGE_STARTED, annotate_for_identity, track_changes
+from .core._se_select import event_id_key
 
 PHASE_PREPARE = 'prepare'
 PHASE_STARTED = 'started'
@@ -32,10 +32,7 @@ def stored_event(event, resource_name):
     While this VM's name is unknown (``resource_name`` None), whether the
     event affects it, and whether it leads, are None: possibly.
     """
-    annotated = annotate_event(event, resource_name)
-    if resource_name is None:
-        annotated['affects_this_vm'] = None
-        annotated['is_leader'] = None
+    annotated = annotate_for_identity(event, resource_name)
     # Changes every second; computed afresh whenever an event is handed out.
     annotated.pop('seconds_until_not_before', None)
     return annotated
