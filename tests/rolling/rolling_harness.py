@@ -17,8 +17,10 @@ them with the simulator's own approval and impact logs.
 
 import json
 import os
+import shlex
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -75,6 +77,16 @@ def run_streaming(command, env, cwd, log_path, timeout=600, echo=False):
     return process.returncode
 
 
+def create_step(event_id, event_type, resources, **fields):
+    """A scenario step creating one event, at once unless it waits for another's removal."""
+    step = {'action': 'create_event', 'label': event_id, 'event_id': event_id, 'event_type': event_type,
+            'resources': resources}
+    step.update(fields)
+    if 'after_removed' not in step:
+        step.setdefault('at_seconds', 0)
+    return step
+
+
 def _epoch(text):
     return None if not text else parse_iso(text)
 
@@ -103,10 +115,17 @@ class RollingWorld:
     ``groups``: ``{group: {'vms': [(vm name, update domain)], 'max_unavailable': ...}}``.
     ``foreign``: ``[(vm name, group it shares an availability set with)]``: VMs not in the inventory.
     ``hanging``: VM names whose IMDS accepts connections and never answers.
+
+    A group's ``host_vars`` (optional) are set on each of its hosts, for
+    example ``{'scheduled_events_remote_http': 'ansible.builtin.uri'}``, and
+    its ``settings`` (optional) replace its entries of rolling_group_settings
+    (which otherwise use the recording task files of ``files/``).
+    With ``record_modules``, every host runs its modules through an
+    interpreter that notes each module's name first (see ``module_runs``).
     """
 
     def __init__(self, workdir, groups, foreign=(), speed=1.0, hanging=(), drain_seconds=0.0,
-                 names_in_inventory=False, forks=20):
+                 names_in_inventory=False, forks=20, record_modules=False):
         self.workdir = os.path.abspath(str(workdir))
         self.groups = groups
         self.foreign = list(foreign)
@@ -116,9 +135,11 @@ class RollingWorld:
         # Whether the inventory gives each host's VM name (known before it answers).
         self.names_in_inventory = names_in_inventory
         self.forks = forks
+        self.record_modules = record_modules
         self.simulator = None
         self.report_dir = os.path.join(self.workdir, 'reports')
         self.steps_dir = os.path.join(self.workdir, 'steps')
+        self.modules_dir = os.path.join(self.workdir, 'modules')
         self.runs = 0
 
     def __enter__(self):
@@ -186,10 +207,45 @@ class RollingWorld:
             }
             if self.names_in_inventory:
                 hosts[inventory_name(vm_name)]['azure_scheduled_events_resource_name'] = vm_name
+            if self.record_modules:
+                hosts[inventory_name(vm_name)].update(self._module_recorder(inventory_name(vm_name)))
+            hosts[inventory_name(vm_name)].update(self.groups[group].get('host_vars') or {})
         path = os.path.join(self.workdir, 'inventory.json')
         with open(path, 'w', encoding='utf-8') as handle:
             json.dump(inventory, handle, indent=1)
         return path
+
+    def _module_recorder(self, host):
+        """Host variables that make ``host`` note the name of every module it runs, then run it.
+
+        Ansible starts a module on a host as ``<interpreter> <dir>/AnsiballZ_<name>.py``
+        when it does not pipeline, so an interpreter that writes down its first
+        argument before handing over to Python tells which modules ran on the
+        target, whatever ran them (a task, or an action plugin on the controller).
+        """
+        os.makedirs(self.modules_dir, exist_ok=True)
+        folder = os.path.join(self.workdir, 'interpreters', host)
+        os.makedirs(folder, exist_ok=True)
+        wrapper = os.path.join(folder, 'python3')
+        with open(wrapper, 'w', encoding='utf-8') as handle:
+            handle.write('#!/bin/sh\n'
+                         'case "$1" in */AnsiballZ_*) printf \'%%s\\n\' "${1##*/}" >> %s ;; esac\n'
+                         'exec %s "$@"\n' % (shlex.quote(os.path.join(self.modules_dir, host + '.txt')),
+                                             shlex.quote(sys.executable)))
+        os.chmod(wrapper, 0o755)
+        # Pipelining would hand the module over on stdin, unnamed.
+        return {'ansible_python_interpreter': wrapper, 'ansible_pipelining': False}
+
+    def module_runs(self):
+        """``{inventory host: [module name, ...]}`` in the order they ran, with ``record_modules``."""
+        runs = {}
+        if not os.path.isdir(self.modules_dir):
+            return runs
+        for name in sorted(os.listdir(self.modules_dir)):
+            with open(os.path.join(self.modules_dir, name), encoding='utf-8') as handle:
+                runs[name[:-len('.txt')]] = [line.strip()[len('AnsiballZ_'):-len('.py')]
+                                             for line in handle if line.strip().endswith('.py')]
+        return runs
 
     def extra_vars(self, **overrides):
         settings = dict((group, {'max_unavailable': spec.get('max_unavailable', 1),
@@ -197,6 +253,8 @@ class RollingWorld:
                                  'verify_tasks': os.path.join(FILES, 'record_verify.yml'),
                                  'undrain_tasks': os.path.join(FILES, 'record_undrain.yml')})
                         for group, spec in self.groups.items())
+        for group, spec in self.groups.items():
+            settings[group].update(spec.get('settings') or {})
         extra = {
             'maintenance_groups': list(self.groups),
             'rolling_group_settings': settings,
@@ -247,7 +305,37 @@ class RollingWorld:
                 report = json.load(handle)
         return PlaybookRun(returncode, ''.join(lines), report, finished - started, started, finished)
 
+    def run_playbook_passing_notice(self, approvable, drained_host, timeout=1500, **overrides):
+        """Run the playbook; once every event of ``approvable`` is approved and ``drained_host`` drained (its
+        only step so far), move the simulated clock past Azure's 15-minute notice, so that the events the run
+        must not approve start. Returns the PlaybookRun.
+
+        The clock runs at real speed until then, so how fast this machine is
+        does not decide whether an event can be drained in time.
+        """
+        runs = []
+        player = threading.Thread(target=lambda: runs.append(self.run_playbook(timeout=timeout, **overrides)))
+        player.start()
+        approvable = set(event_id.lower() for event_id in approvable)
+        deadline = time.monotonic() + timeout
+        while player.is_alive() and time.monotonic() < deadline:
+            drained = [step for _at, step in self.steps().get(drained_host, [])] == ['drain']
+            if drained and approvable <= set(self.approvals_per_event()):
+                self.control.advance_clock(900)
+                break
+            time.sleep(1)
+        player.join(timeout)
+        return runs[0]
+
     # -- what happened ----------------------------------------------------------
+    def approvals_per_event(self):
+        """``{event id in lower case: how many approvals of it succeeded}``."""
+        counts = {}
+        for _at, _vm, event_ids in self.approvals():
+            for event_id in event_ids:
+                counts[event_id] = counts.get(event_id, 0) + 1
+        return counts
+
     def steps(self):
         """``{inventory host: [(real time, 'drain'|'verify'|'undrain')]}`` from the step records."""
         steps = {}

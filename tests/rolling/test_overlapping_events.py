@@ -13,13 +13,11 @@ Run: .venv/bin/python -m pytest tests/rolling -v
 
 import os
 import sys
-import threading
-import time
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rolling_harness import RollingWorld, inventory_name  # noqa: E402 pylint: disable=wrong-import-position
+from rolling_harness import RollingWorld, create_step as create, inventory_name  # noqa: E402 pylint: disable=wrong-import-position
 
 pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='needs the simulator and ansible-playbook locally')
 
@@ -27,23 +25,6 @@ FREEZE_WEB_UD0 = 'A1000000-0000-4000-8000-000000000001'
 REBOOT_WEB_UD1 = 'A1000000-0000-4000-8000-000000000002'
 USER_REDEPLOY_DB0 = 'A1000000-0000-4000-8000-000000000003'
 FREEZE_DB1_AND_OUTSIDER = 'A1000000-0000-4000-8000-000000000004'
-
-
-def create(event_id, event_type, resources, **fields):
-    step = {'action': 'create_event', 'label': event_id, 'event_id': event_id, 'event_type': event_type,
-            'resources': resources}
-    step.update(fields)
-    if 'after_removed' not in step:
-        step.setdefault('at_seconds', 0)
-    return step
-
-
-def approvals_per_event(world):
-    counts = {}
-    for _at, _vm, event_ids in world.approvals():
-        for event_id in event_ids:
-            counts[event_id] = counts.get(event_id, 0) + 1
-    return counts
 
 
 def assert_safe(world, run):
@@ -67,22 +48,11 @@ def test_four_events_at_once_are_all_handled_within_max_unavailable(tmp_path):
             create(USER_REDEPLOY_DB0, 'Redeploy', ['db_0'], event_source='User'),
             create(FREEZE_DB1_AND_OUTSIDER, 'Freeze', ['db_1', 'partner_0']),
         ])
-        runs = []
-        player = threading.Thread(target=lambda: runs.append(world.run_playbook(timeout=1500)))
-        player.start()
-        approvable = set(event_id.lower() for event_id in (FREEZE_WEB_UD0, REBOOT_WEB_UD1, USER_REDEPLOY_DB0))
-        deadline = time.monotonic() + 1400
-        while player.is_alive() and time.monotonic() < deadline:
-            drained = [step for _at, step in world.steps().get(inventory_name('db_1'), [])] == ['drain']
-            if drained and approvable <= set(approvals_per_event(world)):
-                world.control.advance_clock(900)
-                break
-            time.sleep(1)
-        player.join(1500)
-        run = runs[0]
+        run = world.run_playbook_passing_notice((FREEZE_WEB_UD0, REBOOT_WEB_UD1, USER_REDEPLOY_DB0),
+                                                inventory_name('db_1'))
         assert_safe(world, run)
         assert run.returncode == 0, run.output[-3000:]
-        counts = approvals_per_event(world)
+        counts = world.approvals_per_event()
         for event_id in (FREEZE_WEB_UD0, REBOOT_WEB_UD1, USER_REDEPLOY_DB0):
             assert counts.get(event_id.lower()) == 1, counts
             assert run.event(event_id)['outcome'] == 'approved'
@@ -119,7 +89,7 @@ def test_update_domains_one_after_another_with_a_spot_preemption_in_the_middle(t
                                  rolling_settle_seconds=8)
         assert_safe(world, run)
         assert run.returncode == 0, run.output[-3000:]
-        counts = approvals_per_event(world)
+        counts = world.approvals_per_event()
         assert dict((event_id, counts.get(event_id.lower())) for event_id in ud_events + [preemption]) == \
             dict((event_id, 1) for event_id in ud_events + [preemption])
         spot = run.event(preemption)
@@ -162,7 +132,7 @@ def test_a_host_whose_imds_hangs_holds_nothing_up(tmp_path):
         rounds = [line.strip() for line in run.output.splitlines() if '"round ' in line]
         assert any('no answer from %s' % inventory_name('web_3') in line for line in rounds), rounds
         assert any('no answer yet from %s' % inventory_name('web_3') in line for line in run.output.splitlines())
-        counts = approvals_per_event(world)
+        counts = world.approvals_per_event()
         assert counts.get(freeze.lower()) == 1 and counts.get(reboot.lower()) == 1
         # The approval came from a VM that answers, not from the hung leader.
         assert [vm for _at, vm, ids in world.approvals() if freeze.lower() in ids] == ['web_2']

@@ -21,23 +21,16 @@ API = '2020-07-01'
 SE_PATH = '/metadata/scheduledevents'
 
 
-_PORTS_GIVEN = set()
+@contextlib.contextmanager
+def closed_port(host='127.0.0.1'):
+    """A port on ``host`` that refuses connections for as long as the block runs.
 
-
-def free_port(host='127.0.0.1'):
-    """A port nothing listens on right now (the kernel picks it), never one given before.
-
-    Ports are picked before anything listens on them, so without the memory
-    two picks for one world (a VM and the control API) could be the same port.
+    The socket is bound (the kernel picks the port) and never listens, so a
+    connection is refused and no other program can take the port meanwhile.
     """
-    for dummy in range(100):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.bind((host, 0))
-            port = probe.getsockname()[1]
-        if port not in _PORTS_GIVEN:
-            _PORTS_GIVEN.add(port)
-            return port
-    raise RuntimeError('no unused loopback port found in 100 tries')
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind((host, 0))
+        yield holder.getsockname()[1]
 
 
 class Response:

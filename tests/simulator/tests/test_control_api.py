@@ -1,11 +1,13 @@
 """Control API and its Python client: state, reset, VMs, events, clock, logs, errors."""
 
+import errno
 import json
+import os
 import socket
 
 import pytest
 
-from conftest import call, free_port, world_config
+from conftest import call, closed_port, world_config
 from imds_simulator.control_client import ControlError, SimulatorControl, imds_get
 
 
@@ -203,20 +205,33 @@ def test_request_log_records_every_imds_request(sim):
 
 
 def test_distinct_loopback_addresses_same_port(make_sim):
-    port = free_port()
-    sim = make_sim({'vms': [{'name': 'a', 'listen': '127.0.0.2:%d' % port},
-                            {'name': 'b', 'listen': '127.0.0.3:%d' % port}], 'throttle': {'enabled': False}})
+    # The kernel gives VM a a port on 127.0.0.2; b then asks for that port on
+    # 127.0.0.3. Another program can hold that one only by chance: only then
+    # (EADDRINUSE) is it tried again with a new port, a bounded number of times.
+    for attempt in range(5):
+        sim = make_sim({'vms': [{'name': 'a', 'listen': '127.0.0.2:0'}], 'throttle': {'enabled': False}})
+        port = sim.address('a')[1]
+        try:
+            sim.control.add_vm(name='b', listen='127.0.0.3:%d' % port)
+            break
+        except ControlError as exc:
+            if exc.status != 409 or os.strerror(errno.EADDRINUSE) not in exc.message:
+                raise
+    else:
+        pytest.fail('127.0.0.3 had the port of 127.0.0.2 taken in 5 tries (attempt %d)' % attempt)
+    assert sim.address('b') == ('127.0.0.3', port)
     assert imds_get('http://127.0.0.2:%d' % port, '/metadata/instance/compute', '2021-02-01')[1]['name'] == 'a'
     assert imds_get('http://127.0.0.3:%d' % port, '/metadata/instance/compute', '2021-02-01')[1]['name'] == 'b'
 
 
 def test_client_reports_unreachable_simulator():
-    client = SimulatorControl('http://127.0.0.1:%d' % free_port(), timeout=1)
-    with pytest.raises(ControlError) as caught:
-        client.health()
-    assert caught.value.status is None
-    with pytest.raises(ControlError):
-        client.wait_until_up(timeout=0.3)
+    with closed_port() as port:
+        client = SimulatorControl('http://127.0.0.1:%d' % port, timeout=1)
+        with pytest.raises(ControlError) as caught:
+            client.health()
+        assert caught.value.status is None
+        with pytest.raises(ControlError):
+            client.wait_until_up(timeout=0.3)
 
 
 def test_control_address_must_be_loopback():

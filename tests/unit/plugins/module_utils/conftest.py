@@ -278,9 +278,14 @@ def trap_listener():
 
 @pytest.fixture
 def closed_port():
-    """A loopback port nothing listens on (connecting is refused at once)."""
-    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    probe.bind(('127.0.0.1', 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    return port
+    """A loopback port that refuses connections at once, for the whole test.
+
+    The socket stays bound and never listens: a connection is refused, and
+    no other program can take the port while the test runs.
+    """
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.bind(('127.0.0.1', 0))
+    try:
+        yield holder.getsockname()[1]
+    finally:
+        holder.close()
