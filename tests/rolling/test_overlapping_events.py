@@ -13,6 +13,8 @@ Run: .venv/bin/python -m pytest tests/rolling -v
 
 import os
 import sys
+import threading
+import time
 
 import pytest
 
