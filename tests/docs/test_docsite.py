@@ -158,3 +158,15 @@ def test_guides_are_rendered_whole(site):
         shown = site.pages[page].headings
         missing = [heading for heading in expected if heading not in shown]
         assert expected and not missing, f'{page} lacks these sections of docs/{name}.md: {missing}'
+
+
+def test_the_rolling_guide_shows_the_pictures_drawn_at_build_time(site):
+    # tests/docs/pictures.py draws them; tests/docs/test_pictures.py checks that they show the code.
+    page = f'{COLLECTION_PAGES}/docsite/rolling_maintenance.html'
+    targets = [target for _link, target, _fragment in site.internal_targets(page)]
+    state_machines = [target for target in targets if target.endswith('rolling_state_machine.svg')]
+    assert state_machines, f'{page} does not show the state machine'
+    with open(os.path.join(site.root, state_machines[0]), encoding='utf-8') as svg:
+        assert '>approving</text>' in svg.read()
+    assert 'example_report.html' in targets, f'{page} does not show the sample report'
+    assert 'Timeline' in site.pages['example_report.html'].headings

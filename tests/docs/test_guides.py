@@ -47,7 +47,7 @@ def test_installed_page_is_the_whole_guide_under_the_stub_label(tmp_path, monkey
     docsite.mkdir(parents=True)
     (docsite / 'demo.rst').write_text('stub', encoding='utf-8')
 
-    written = guides.install(str(tmp_path / 'rst'))
+    written = guides.install(str(tmp_path / 'rst'), str(tmp_path))
 
     assert written == [str(docsite / 'demo.md')]
     assert not (docsite / 'demo.rst').exists()
@@ -62,4 +62,62 @@ def test_install_fails_clearly_when_antsibull_docs_did_not_copy_a_stub(tmp_path,
     monkeypatch.setattr(guides, 'GUIDES_DIR', str(guides_dir))
 
     with pytest.raises(SystemExit, match='extra-docs.yml'):
-        guides.install(str(tmp_path / 'rst'))
+        guides.install(str(tmp_path / 'rst'), str(tmp_path))
+
+
+def _fake_repository(tmp_path, monkeypatch, guides_text, index_text):
+    guides_dir = tmp_path / 'docs'
+    guides_dir.mkdir(parents=True)
+    for name, text in guides_text.items():
+        (guides_dir / f'{name}.md').write_text(text, encoding='utf-8')
+    index = guides_dir / 'extra-docs.yml'
+    index.write_text(index_text, encoding='utf-8')
+    monkeypatch.setattr(guides, 'GUIDES_DIR', str(guides_dir))
+    monkeypatch.setattr(guides, 'STUBS_DIR', str(tmp_path / 'stubs'))
+    monkeypatch.setattr(guides, 'EXTRA_DOCS_INDEX', str(index))
+    return index
+
+
+def test_write_lists_a_new_guide_and_drops_one_that_is_gone(tmp_path, monkeypatch):
+    index = _fake_repository(tmp_path, monkeypatch, {'old': '# Old\n', 'new': '# New\n'},
+                             '---\n# why this file exists\nsections:\n  - title: Guides\n    toctree:\n      - old\n'
+                             '      - removed\n  - title: Development\n    toctree:\n      - removed\n')
+    assert any('"new"' in problem for problem in guides.problems())
+
+    guides.write_stubs()
+
+    assert guides.problems() == []
+    assert index.read_text(encoding='utf-8') == (
+        '---\n# why this file exists\nsections:\n  - title: Guides\n    toctree:\n      - old\n      - new\n')
+    assert sorted(os.listdir(tmp_path / 'stubs')) == ['new.rst', 'old.rst']
+
+
+def test_unknown_picture_is_a_problem_and_known_ones_become_pictures(tmp_path, monkeypatch):
+    _fake_repository(tmp_path, monkeypatch,
+                     {'demo': '# Demo\n\n<!-- picture: rolling_state_machine -->\n\n<!-- picture: nope -->\n'}, '')
+    guides.write_stubs()
+    assert [problem for problem in guides.problems() if 'picture' in problem] == [
+        'docs/demo.md shows the picture "nope", which tests/docs/guides.py does not know '
+        '(known: example_report, rolling_state_machine)']
+
+    _fake_repository(tmp_path / 'b', monkeypatch, {'demo': '# Demo\n\n<!-- picture: rolling_state_machine -->\n'}, '')
+    page = guides.site_page('demo')
+    assert '<!-- picture' not in page
+    assert '![' in page and '](rolling_state_machine.svg)' in page
+    assert guides.pictures_shown('demo') == ['rolling_state_machine.svg']
+
+
+def test_install_puts_the_pictures_beside_the_guide(tmp_path, monkeypatch):
+    _fake_repository(tmp_path, monkeypatch, {'demo': '# Demo\n\n<!-- picture: rolling_state_machine -->\n'}, '')
+    docsite = tmp_path / 'rst' / 'collections' / 'azure_maintenance' / 'scheduled_events' / 'docsite'
+    docsite.mkdir(parents=True)
+    (docsite / 'demo.rst').write_text('stub', encoding='utf-8')
+    pictures = tmp_path / 'pictures'
+    pictures.mkdir()
+    with pytest.raises(SystemExit, match='rolling_state_machine.svg is missing'):
+        guides.install(str(tmp_path / 'rst'), str(pictures))
+
+    (pictures / 'rolling_state_machine.svg').write_text('<svg/>', encoding='utf-8')
+    guides.install(str(tmp_path / 'rst'), str(pictures))
+    assert (docsite / 'rolling_state_machine.svg').read_text(encoding='utf-8') == '<svg/>'
+    assert '](rolling_state_machine.svg)' in (docsite / 'demo.md').read_text(encoding='utf-8')

@@ -31,6 +31,8 @@ html_use_modindex = False
 html_use_index = False
 html_copy_source = False
 html_theme_options = {'display_version': False}
+# Whole HTML pages the guides embed (the sample maintenance report of tests/docs/pictures.py), kept at the site's root.
+html_extra_path = [os.path.join(os.environ['DOCSITE_EXTRA_FILES'], 'example_report.html')]
 
 default_role = 'any'
 # Every reference must resolve: a broken one fails the build (-W).
