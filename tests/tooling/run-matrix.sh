@@ -13,8 +13,8 @@
 # Adding a job is adding one line.
 #
 # Usage: run-matrix.sh [--venvs-only] [SELECTOR...]   --venvs-only prepares the
-# venvs of the selected jobs and stops (a CI warm-up step); a selector is a minor ("2.16") or a
-# job ("2.16:sanity"); no selector runs every job. MATRIX_PARALLEL=N runs N jobs
+# venvs of the selected jobs and stops (a CI warm-up step); a selector is a minor ("2.16"), a
+# job ("2.16:sanity") or every job of one name ("rolling"); no selector runs every job. MATRIX_PARALLEL=N runs N jobs
 # at a time (default 1: CI already runs stages side by side on few cores).
 # Every job's output goes to $BUILD_DIR/matrix/logs/<core>-<name>.log; a failing
 # job's log is printed, and a summary table closes the run.
@@ -32,16 +32,25 @@ MATRIX_REQUIREMENTS="${REPO_ROOT}/tests/requirements/matrix.txt"
 # The integration targets that exercise the modules, the lookup and the
 # filters; the middle minors run these, the oldest and newest run all targets.
 PLUGIN_TARGETS="module_scheduled_events_info module_scheduled_events_approve lookup_scheduled_events filter_scheduled_events"
+# The rolling playbook against the simulator (tests/rolling): every scenario on
+# the oldest and newest core; on the minors between, the scenario that takes
+# every path of a normal run (drain, approve, wait, verify, undrain, a foreign event).
+ROLLING_ALL="env SYSTEM_TEST_SUITES=tests/rolling bash tests/tooling/run-system-tests.sh"
+ROLLING_ONE="${ROLLING_ALL} -k four_events_at_once"
 
 MATRIX_JOBS=(
     # pylint is left to the newest core: on a shared 2-core machine it alone takes minutes,
     # and its verdict is about style, not about what the older core accepts.
     "2.16 sanity bash tests/tooling/run-sanity.sh --skip-test pylint"
     "2.16 integration bash tests/tooling/run-integration.sh"
+    "2.16 rolling ${ROLLING_ALL}"
+    "2.17 rolling ${ROLLING_ONE}"
     "2.17 plugins bash tests/tooling/run-integration.sh ${PLUGIN_TARGETS}"
+    "2.18 rolling ${ROLLING_ONE}"
     "2.18 plugins bash tests/tooling/run-integration.sh ${PLUGIN_TARGETS}"
     "2.19 sanity bash tests/tooling/run-sanity.sh"
     "2.19 integration bash tests/tooling/run-integration.sh"
+    "2.19 rolling ${ROLLING_ALL}"
 )
 
 core_venv() {
@@ -56,7 +65,8 @@ prepare_core_venv() {
     "${venv}/bin/python" "${TOOLING_DIR}/seed_ansible_test_pip.py"
 }
 
-# The installed core must be the wanted minor and accept this Python as a controller.
+# The installed core must be the wanted minor, accept this Python as a controller, and
+# enforce the managed-node Python floor README.md states for it.
 check_core_venv() {
     local core="$1" venv first_line
     venv="$(core_venv "${core}")"
@@ -64,13 +74,15 @@ check_core_venv() {
     first_line="${first_line%%$'\n'*}"
     [[ "${first_line}" == *"core ${core}."* ]] || die "${venv} does not hold ansible-core ${core}: ${first_line}"
     echo "ansible-core ${core}: ${first_line}"
+    # README.md's managed-node Python floor for this core is the one it enforces.
+    "${venv}/bin/python" "${TOOLING_DIR}/version_floors.py" check-core
 }
 
 selected() {
     local core="$1" name="$2" selector
     [[ ${#SELECTORS[@]} -eq 0 ]] && return 0
     for selector in "${SELECTORS[@]}"; do
-        [[ "${selector}" == "${core}" || "${selector}" == "${core}:${name}" ]] && return 0
+        [[ "${selector}" == "${core}" || "${selector}" == "${core}:${name}" || "${selector}" == "${name}" ]] && return 0
     done
     return 1
 }
