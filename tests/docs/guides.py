@@ -52,7 +52,7 @@ PICTURES = {
         '<iframe src="../../../../example_report.html" title="The report of a sample run" '
         'style="width: 100%; height: 34em; border: 1px solid #ccc;"></iframe>\n\n'
         'The report of a sample run, drawn by the playbook\'s own template '
-        '([open it on its own](../../../../example_report.html)).\n'),
+        '(<a href="../../../../example_report.html">open it on its own</a>).\n'),
 }
 
 

@@ -1,7 +1,7 @@
 """Write the intersphinx inventory of the few docs.ansible.com pages the docs site links to.
 
-antsibull-docs' pages refer to two pages of the Ansible documentation by
-label (common_return_values, ansible_configuration_settings). Sphinx resolves
+antsibull-docs' pages refer to a few pages of the Ansible documentation by
+label (common_return_values, ansible_configuration_settings, action_plugins). Sphinx resolves
 such labels through an intersphinx inventory that it would normally download;
 the site is built offline, so tests/tooling/run-docs.sh writes this small one
 instead and the links still point at the real pages.
@@ -18,6 +18,8 @@ LABELS = {
     'common_return_values': ('reference_appendices/common_return_values.html', 'common-return-values', 'Return Values'),
     'ansible_configuration_settings': ('reference_appendices/config.html', 'ansible-configuration-settings',
                                        'Ansible Configuration Settings'),
+    # The modules' "action" attribute (they have action plugins).
+    'action_plugins': ('plugins/action.html', 'action-plugins', 'Action plugins'),
 }
 
 
