@@ -11,9 +11,11 @@ VENV_BIN := $(CURDIR)/.venv/bin
 TARGETS ?=
 # Arguments for the foreground simulator: make simulator SIMULATOR_ARGS="--help"
 SIMULATOR_ARGS ?=
+# Compatibility-matrix jobs to run (all when empty): make matrix MATRIX_JOBS="2.16 2.18:plugins"
+MATRIX_JOBS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help bootstrap test units simulator-tests fault-tests sanity integration system-tests build benchmark simulator demo clean ci-fresh load-test
+.PHONY: help bootstrap test units simulator-tests fault-tests sanity integration system-tests build lint docs matrix benchmark simulator demo clean ci-fresh load-test
 
 help: ## list the targets
 	@echo "Usage: make TARGET"
@@ -22,7 +24,7 @@ help: ## list the targets
 bootstrap: ## install missing Debian packages, create/update .venv, prepare ansible-test
 	bash $(TOOLING)/bootstrap.sh
 
-test: bootstrap ## run every stage (two lanes side by side): units, simulator, system tests | sanity, integration, build
+test: bootstrap ## run every stage (three lanes side by side, then the rolling runs): units, simulator, system tests, docs | sanity, integration, build | lint, ansible-core 2.16-2.18
 	bash $(TOOLING)/run-all.sh
 
 ci-fresh: ## run .ci/run on a fresh clone of HEAD with an empty HOME and TMPDIR, as a new machine would
@@ -52,6 +54,15 @@ system-tests: bootstrap ## service daemon, fault matrix, EDA/ansible-rulebook, a
 
 build: bootstrap ## build and install the tarball, then ansible-doc every plugin from it
 	bash $(TOOLING)/build-check.sh
+
+lint: bootstrap ## ansible-lint --profile production on a staged copy (settings: .ansible-lint)
+	bash $(TOOLING)/run-lint.sh
+
+docs: bootstrap ## build the docs site (antsibull-docs + Sphinx, own venv) into build/docs/html and check it
+	bash $(TOOLING)/run-docs.sh
+
+matrix: bootstrap ## compatibility matrix: one venv per ansible-core minor 2.16-2.19; MATRIX_JOBS="2.16 2.17:plugins" picks jobs
+	bash $(TOOLING)/run-matrix.sh $(MATRIX_JOBS)
 
 benchmark: bootstrap ## run every tests/benchmarks/bench_*.py
 	bash $(TOOLING)/run-benchmarks.sh

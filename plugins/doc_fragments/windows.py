@@ -23,14 +23,14 @@ attributes:
       - On POSIX targets the action runs the Python module on the target, as any module.
       - On Windows targets (a connection whose shell is PowerShell or cmd, such as WinRM, PSRP or SSH to Windows) the
         module's own code runs on the controller and only the HTTP requests to IMDS run on the target, through
-        M(ansible.windows.win_uri).
+        C(ansible.windows.win_uri).
   platform:
     description: Target OS/families that can be operated against.
     support: full
     platforms: [posix, windows]
 notes:
   - B(Windows targets) are supported with the same options, results and safety rules. Each IMDS request runs on the
-    target through M(ansible.windows.win_uri) (no proxy, no redirects, header C(Metadata) set to C(true)); retries, time-outs,
+    target through C(ansible.windows.win_uri) (no proxy, no redirects, header C(Metadata) set to C(true)); retries, time-outs,
     parsing, the VM identity, the approval rules and waits run on the controller with the same code as the Python
     module. This needs the C(ansible.windows) collection on the controller (C(ansible-galaxy collection install
     ansible.windows), or the C(ansible) package, which includes it); the task fails with that advice without it.

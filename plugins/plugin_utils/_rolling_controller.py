@@ -178,7 +178,7 @@ def transitions_from(state):
 def new_state():
     """The controller state before the first round."""
     return {'events': {}, 'hosts': {}, 'resource_names': {}, 'drain_seconds': [], 'last_change': None, 'rounds': 0,
-            'observed_hosts': [], 'unobserved_hosts': []}
+            'observed_hosts': [], 'unobserved_hosts': [], 'blind': False}
 
 
 def drain_lead_seconds(state, options):
@@ -658,6 +658,10 @@ class _Round(object):
         self.apply_results()
         if self.observation is not None:
             self.state['rounds'] = self.state.get('rounds', 0) + 1
+            # A round in which no host answered has seen nothing: it cannot
+            # tell that nothing is pending (a loaded controller can time out
+            # every read at once).
+            self.state['blind'] = not self.observation.get('resource_names')
             self.apply_observation()
         records = sorted(self.state['events'].values(), key=self.priority)
         # Events that need no capacity move first, so that what they free is
@@ -698,8 +702,8 @@ class _Round(object):
         for host in sorted(set(drain) | set(verify) | set(undrain) | set(approve)):
             hosts[host] = {'drain': host in drain, 'verify': host in verify, 'wait_back': host in wait_back,
                            'undrain': host in undrain, 'approve': approve.get(host, [])}
-        settled = all(record['state'] in SETTLED for record in self.state['events'].values()) and not undrain \
-            and not self.state.get('unobserved_hosts')
+        settled = (all(record['state'] in SETTLED for record in self.state['events'].values()) and not undrain
+                   and not self.state.get('blind') and not self.state.get('unobserved_hosts'))
         return {'state': self.state,
                 'actions': {'drain': drain, 'verify': verify, 'undrain': undrain, 'approve': approve, 'hosts': hosts},
                 'messages': self.messages, 'warnings': self.warnings, 'settled': settled,

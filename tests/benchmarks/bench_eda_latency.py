@@ -125,6 +125,8 @@ def main():
             return 1
     print('EDA source poll interval %.1f s, %d events, real ansible-rulebook against the IMDS simulator'
           % (POLL_INTERVAL, EVENT_COUNT))
+    print('method: events created one at a time through the simulator\'s control API; "appears" = when the API '
+          'confirmed the creation, "rule fires" = the rule\'s debug stamp, "playbook starts" = its first task\'s stamp')
     print(describe('event appears -> rule fires', detection))
     print(describe('event appears -> playbook starts', action))
     # A change is seen at the next poll, so detection is bounded by one

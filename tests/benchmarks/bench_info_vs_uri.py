@@ -179,6 +179,8 @@ def main():
 
         print('info vs uri: %d hosts (local connection, one simulator VM each), forks %d, %d runs per variant after '
               'one warm-up' % (args.hosts, args.forks, args.runs))
+        print('method: whole ansible-playbook wall time per run, variants alternating so load drifts hit both; '
+              'figure = median(info) / median(uri), uri being the baseline doing the same GET')
         timings = dict((variant, []) for variant in PLAYBOOKS)
         for variant in PLAYBOOKS:
             run_playbook(command, playbooks[variant], inventory, env, args.forks)

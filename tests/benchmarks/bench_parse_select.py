@@ -10,8 +10,14 @@ ever sees, so the figure bounds what a poll costs. One measured round is what
 scheduled_events_info does with a body: decode the bytes, normalize, apply the
 event filters, annotate every event for this VM and pick this VM's events.
 
-Target: under 5 ms per round. The figures are printed with whether the target
-is met; the script does not fail on the target (timings vary with machines).
+Baseline: json.loads of the same body, the least any client does with a
+document, timed right before each round so both see the same machine load.
+Figure: fastest round / fastest json.loads (the fastest run is the one no
+other process interrupted: on a busy machine medians measure the machine).
+Target: at most 10, i.e. normalizing, filtering and annotating cost no more
+than ten decodes of the document. The figures are
+printed with whether the target is met; the script does not fail on the
+target.
 
 Run alone:  .venv/bin/python tests/benchmarks/bench_parse_select.py [--rounds N]
 """
@@ -27,7 +33,7 @@ import time
 import uuid
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TARGET_MS = 5.0
+TARGET_RATIO = 10.0
 EVENTS = 100
 RESOURCES_PER_EVENT = 50
 EVENT_TYPES = ('Freeze', 'Reboot', 'Redeploy', 'Preempt', 'Terminate')
@@ -82,24 +88,31 @@ def main():
     )
     print('parse-and-select: %d events x %d resources, document of %d bytes, %d rounds each'
           % (EVENTS, RESOURCES_PER_EVENT, len(body), args.rounds))
-    worst_median = 0.0
+    print('method: rounds timed with perf_counter, each right after json.loads of the same body (the baseline); '
+          'figure = fastest round / fastest json.loads, as interruptions by other processes only add time')
+    worst_ratio = 0.0
     for label, selection in selections:
         result = one_round(document_module, info_module, body, selection)  # warm-up, and a sanity check
         if len(result['raw']['Events']) != EVENTS:
             print('ERROR: the document did not survive the round trip', file=sys.stderr)
             return 1
-        timings_ms = []
+        timings_ms, baseline_ms = [], []
         for dummy in range(args.rounds):
             started = time.perf_counter()
+            json.loads(body)
+            decoded = time.perf_counter()
             one_round(document_module, info_module, body, selection)
-            timings_ms.append((time.perf_counter() - started) * 1000.0)
-        median = statistics.median(timings_ms)
-        worst_median = max(worst_median, median)
-        print('  %-31s median %.3f ms  min %.3f ms  max %.3f ms  (%d events selected, %d for this VM)'
-              % (label, median, min(timings_ms), max(timings_ms), len(result['events']),
-                 len(result['this_vm_events'])))
-    verdict = 'MET' if worst_median < TARGET_MS else 'NOT MET'
-    print('target: parse-and-select under %.1f ms -> %s (worst median %.3f ms)' % (TARGET_MS, verdict, worst_median))
+            finished = time.perf_counter()
+            baseline_ms.append((decoded - started) * 1000.0)
+            timings_ms.append((finished - decoded) * 1000.0)
+        ratio = min(timings_ms) / min(baseline_ms)
+        worst_ratio = max(worst_ratio, ratio)
+        print('  %-31s min %.3f ms  median %.3f ms  (json.loads min %.3f ms)  ratio %.1fx  '
+              '(%d events selected, %d for this VM)'
+              % (label, min(timings_ms), statistics.median(timings_ms), min(baseline_ms), ratio,
+                 len(result['events']), len(result['this_vm_events'])))
+    verdict = 'MET' if worst_ratio <= TARGET_RATIO else 'NOT MET'
+    print('target: parse-and-select <= %.0fx json.loads -> %s (worst %.1fx)' % (TARGET_RATIO, verdict, worst_ratio))
     return 0
 
 

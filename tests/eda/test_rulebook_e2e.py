@@ -116,7 +116,7 @@ def test_user_events_are_approved_by_their_leader_and_platform_events_are_not(e2
     assert len([m for m in messages if '%s new:' % user_reboot in m]) == 1
     assert len([m for m in messages if '%s started:' % user_reboot in m]) == 1
     assert len([m for m in messages if '%s new:' % platform_freeze in m]) == 1
-    assert 'Approve event %s from its leader' % user_reboot in output_before_quiet
+    assert 'Approve the event from its leader %s' % user_reboot in output_before_quiet
     assert rulebook.stop_seconds is not None and rulebook.stop_seconds < 20
 
 

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Every test stage (what `make test` and CI run), in two lanes that run at the
-# same time because they hardly compete: the pytest lane (units, simulator,
-# system tests) and the ansible-test lane (sanity, integration, build). Each
-# stage writes its own log, printed whole when the stage ends, and a summary
-# with the time of each stage closes the run. A failing stage does not stop
+# Every test stage (what `make test` and CI run), in three lanes that run at
+# the same time because they mostly wait on different things: the pytest lane
+# (units, simulator, system tests, the docs site), the ansible-test lane
+# (sanity, integration, build) and the compatibility lane (venvs of the older
+# ansible-core minors, ansible-lint, sanity and integration on the oldest
+# minor, 2.16). Then the rolling-maintenance runs, in two lanes of their own:
+# the system tests on this venv's core (2.19) and the rolling playbook on 2.16
+# (every scenario), 2.17 and 2.18 (tests/tooling/run-matrix.sh "rolling" jobs).
+# Each stage writes its own log, printed whole when the stage ends, and a
+# summary with the time of each stage closes the run. A failing stage does not stop
 # the later ones, so one run shows every problem; the exit status is non-zero
 # when any stage failed. Run tests/tooling/bootstrap.sh first.
 #
@@ -20,28 +25,38 @@ LOG_DIR="${RUN_DIR}/logs"
 mkdir -p "${LOG_DIR}"
 echo "make test: working in ${RUN_DIR}"
 
-PYTEST_LANE=("units:run-units.sh" "simulator-tests:run-simulator-tests.sh" "system-tests:run-system-tests.sh")
+# A stage is "name:script [arguments]".
+PYTEST_LANE=("units:run-units.sh" "simulator-tests:run-simulator-tests.sh" "system-tests:run-system-tests.sh"
+    "docs:run-docs.sh")
 ANSIBLE_TEST_LANE=("sanity:run-sanity.sh" "integration:run-integration.sh" "build:build-check.sh")
-# The rolling-maintenance runs (HAProxy under load, ansible-runner) come last,
-# alone: the playbook still handles one event per round (issue 11), so with
-# both cores taken by the other lane its timing changes what it approves.
-LAST_STAGES=("rolling-system-tests:run-rolling-system-tests.sh")
+# The matrix's 2.19 jobs are the two lanes above (this venv holds 2.19); the
+# venvs of every rolling job are made first, so the last stages only run.
+COMPAT_LANE=("matrix-venvs:run-matrix.sh --venvs-only 2.16 2.17:rolling 2.18:rolling" "lint:run-lint.sh"
+    "matrix-2.16:run-matrix.sh 2.16:sanity 2.16:integration")
+# The rolling-maintenance runs (real-time clock, HAProxy under load,
+# ansible-runner) come last, without the heavy stages beside them. The job on
+# the oldest core is never left out: an older core is where the playbook broke.
+ROLLING_LANE=("rolling-system-tests:run-rolling-system-tests.sh")
+ROLLING_COMPAT_LANE=("matrix-rolling:run-matrix.sh 2.16:rolling 2.17:rolling 2.18:rolling")
 
 # Runs the stages of one lane in order; records "name result seconds" lines.
 run_lane() {
     local lane="$1"
     shift
     local entry name script started status result
+    local -a arguments
     for entry in "$@"; do
         name="${entry%%:*}"
-        script="${entry#*:}"
+        read -r -a arguments <<<"${entry#*:}"
+        script="${arguments[0]}"
+        arguments=("${arguments[@]:1}")
         started=${SECONDS}
         status=0
         # Each stage stages its own copy of the collection and has its own
         # temporary folder, so the lanes never meet.
         mkdir -p "${RUN_DIR}/${name}/tmp"
         BUILD_DIR="${RUN_DIR}/${name}/build" TMPDIR="${RUN_DIR}/${name}/tmp" \
-            bash "${TOOLING_DIR}/${script}" >"${LOG_DIR}/${name}.log" 2>&1 || status=$?
+            bash "${TOOLING_DIR}/${script}" "${arguments[@]}" >"${LOG_DIR}/${name}.log" 2>&1 || status=$?
         if [[ ${status} -eq 0 ]]; then result="ok"; else result="FAILED(exit-${status})"; fi
         printf '%s %s %d\n' "${name}" "${result}" "$((SECONDS - started))" >>"${RUN_DIR}/${lane}.results"
         # One stage's whole log at a time, never interleaved with the other lane.
@@ -53,17 +68,29 @@ run_lane() {
     done
 }
 
-run_lane pytest "${PYTEST_LANE[@]}" &
-pytest_lane=$!
-run_lane ansible-test "${ANSIBLE_TEST_LANE[@]}" &
-ansible_test_lane=$!
-wait "${pytest_lane}" || true
-wait "${ansible_test_lane}" || true
-run_lane last "${LAST_STAGES[@]}"
+# Runs lanes side by side ("lane-name:ARRAY-NAME ..."); returns when all have ended.
+run_lanes() {
+    local lane pids=() pid
+    for lane in "$@"; do
+        local -n stages="${lane#*:}"
+        run_lane "${lane%%:*}" "${stages[@]}" &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do
+        wait "${pid}" || true
+    done
+}
 
-banner "stage summary (the two lanes ran side by side, then the last stages; total ${SECONDS}s)"
+phase_started=${SECONDS}
+run_lanes pytest:PYTEST_LANE ansible-test:ANSIBLE_TEST_LANE compat:COMPAT_LANE
+first_phase=$((SECONDS - phase_started))
+phase_started=${SECONDS}
+run_lanes rolling:ROLLING_LANE rolling-compat:ROLLING_COMPAT_LANE
+last_phase=$((SECONDS - phase_started))
+
+banner "stage summary (three lanes side by side: ${first_phase}s; then the rolling runs, two lanes: ${last_phase}s; total ${SECONDS}s)"
 failed=0
-for entry in "${PYTEST_LANE[@]}" "${ANSIBLE_TEST_LANE[@]}" "${LAST_STAGES[@]}"; do
+for entry in "${PYTEST_LANE[@]}" "${ANSIBLE_TEST_LANE[@]}" "${COMPAT_LANE[@]}" "${ROLLING_LANE[@]}" "${ROLLING_COMPAT_LANE[@]}"; do
     name="${entry%%:*}"
     line="$(grep -h "^${name} " "${RUN_DIR}"/*.results 2>/dev/null || true)"
     if [[ -z "${line}" ]]; then

@@ -563,6 +563,21 @@ class TestOutcomes:
         first, dummy = loop.round(T0 + 25, [started])
         assert first['settled']
 
+    def test_not_settled_after_a_round_in_which_no_host_answered(self):
+        # Every read timed out (a loaded controller): seeing no event is not knowing there is none.
+        loop = Loop()
+        first, second = loop.round(T0, [], unknown=INVENTORY['all'])
+        assert not first['settled'] and not second['settled']
+        # One host answering is not enough: the others have never been read.
+        first, second = loop.round(T0 + 5, [], unknown=INVENTORY['all'][1:])
+        assert not first['settled'] and not second['settled']
+        first, second = loop.round(T0 + 10, [])
+        assert first['settled'] and second['settled']
+        # Once every host has answered, a later round that hears from nobody
+        # still settles nothing.
+        first, second = loop.round(T0 + 15, [], unknown=INVENTORY['all'])
+        assert not first['settled']
+
 
 def test_a_host_in_two_events_is_undrained_after_the_last():
     loop = Loop()
