@@ -48,9 +48,10 @@ integration: bootstrap ## ansible-test integration, local; TARGETS="a b" picks t
 fault-tests: bootstrap ## fault matrix against real processes (pytest tests/faults)
 	bash $(TOOLING)/run-fault-tests.sh
 
-system-tests: bootstrap ## service daemon, fault matrix, EDA/ansible-rulebook, ansible-builder; then HAProxy e2e, ansible-runner
+system-tests: bootstrap ## service daemon, fault matrix, EDA/ansible-rulebook, ansible-builder; rolling scenarios; then HAProxy e2e, ansible-runner
 	bash $(TOOLING)/run-system-tests.sh
 	bash $(TOOLING)/run-rolling-system-tests.sh
+	bash $(TOOLING)/run-e2e-tests.sh
 
 build: bootstrap ## build and install the tarball, then ansible-doc every plugin from it
 	bash $(TOOLING)/build-check.sh

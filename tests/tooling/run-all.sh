@@ -7,6 +7,7 @@
 # minor, 2.16). Then the rolling-maintenance runs, in two lanes of their own:
 # the system tests on this venv's core (2.19) and the rolling playbook on 2.16
 # (every scenario), 2.17 and 2.18 (tests/tooling/run-matrix.sh "rolling" jobs).
+# Last and alone, the end-to-end runs (HAProxy under load, ansible-runner).
 # Each stage writes its own log, printed whole when the stage ends, and a
 # summary with the time of each stage closes the run. A failing stage does not stop
 # the later ones, so one run shows every problem; the exit status is non-zero
@@ -38,6 +39,7 @@ COMPAT_LANE=("matrix-venvs:run-matrix.sh --venvs-only 2.16 2.17:rolling 2.18:rol
 # the oldest core is never left out: an older core is where the playbook broke.
 ROLLING_LANE=("rolling-system-tests:run-rolling-system-tests.sh")
 ROLLING_COMPAT_LANE=("matrix-rolling:run-matrix.sh 2.16:rolling 2.17:rolling 2.18:rolling")
+E2E_LANE=("e2e-tests:run-e2e-tests.sh")
 
 # Runs the stages of one lane in order; records "name result seconds" lines.
 run_lane() {
@@ -86,11 +88,15 @@ run_lanes pytest:PYTEST_LANE ansible-test:ANSIBLE_TEST_LANE compat:COMPAT_LANE
 first_phase=$((SECONDS - phase_started))
 phase_started=${SECONDS}
 run_lanes rolling:ROLLING_LANE rolling-compat:ROLLING_COMPAT_LANE
+rolling_phase=$((SECONDS - phase_started))
+phase_started=${SECONDS}
+run_lanes e2e:E2E_LANE
 last_phase=$((SECONDS - phase_started))
 
-banner "stage summary (three lanes side by side: ${first_phase}s; then the rolling runs, two lanes: ${last_phase}s; total ${SECONDS}s)"
+banner "stage summary (three lanes side by side: ${first_phase}s; the rolling runs, two lanes: ${rolling_phase}s; end to end alone: ${last_phase}s; total ${SECONDS}s)"
 failed=0
-for entry in "${PYTEST_LANE[@]}" "${ANSIBLE_TEST_LANE[@]}" "${COMPAT_LANE[@]}" "${ROLLING_LANE[@]}" "${ROLLING_COMPAT_LANE[@]}"; do
+for entry in "${PYTEST_LANE[@]}" "${ANSIBLE_TEST_LANE[@]}" "${COMPAT_LANE[@]}" "${ROLLING_LANE[@]}" "${ROLLING_COMPAT_LANE[@]}" \
+    "${E2E_LANE[@]}"; do
     name="${entry%%:*}"
     line="$(grep -h "^${name} " "${RUN_DIR}"/*.results 2>/dev/null || true)"
     if [[ -z "${line}" ]]; then

@@ -28,7 +28,8 @@ failed=0
 for round in $(seq "${rounds}"); do
     started=${SECONDS}
     status=0
-    { bash "${TOOLING_DIR}/run-system-tests.sh" "$@" && bash "${TOOLING_DIR}/run-rolling-system-tests.sh" "$@"; } || status=$?
+    { bash "${TOOLING_DIR}/run-system-tests.sh" "$@" && bash "${TOOLING_DIR}/run-rolling-system-tests.sh" "$@" \
+        && bash "${TOOLING_DIR}/run-e2e-tests.sh" "$@"; } || status=$?
     summary+=("$(printf '  round %d: %s in %ds' "${round}" "$([[ ${status} -eq 0 ]] && echo ok || echo "FAILED (exit ${status})")" "$((SECONDS - started))")")
     [[ ${status} -eq 0 ]] || failed=1
 done
