@@ -13,7 +13,7 @@ TARGETS ?=
 SIMULATOR_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help bootstrap test units simulator-tests fault-tests sanity integration system-tests build benchmark simulator demo clean ci-fresh load-test
+.PHONY: help bootstrap test units simulator-tests fault-tests sanity integration system-tests fleet-tests build benchmark simulator demo clean ci-fresh load-test
 
 help: ## list the targets
 	@echo "Usage: make TARGET"
@@ -49,6 +49,9 @@ fault-tests: bootstrap ## fault matrix against real processes (pytest tests/faul
 system-tests: bootstrap ## service daemon, fault matrix, EDA/ansible-rulebook, ansible-builder; then HAProxy e2e, ansible-runner
 	bash $(TOOLING)/run-system-tests.sh
 	bash $(TOOLING)/run-rolling-system-tests.sh
+
+fleet-tests: bootstrap ## fleet-plane modules against the simulator's ARM facade (pytest tests/fleet)
+	bash $(TOOLING)/run-fleet-tests.sh
 
 build: bootstrap ## build and install the tarball, then ansible-doc every plugin from it
 	bash $(TOOLING)/build-check.sh
