@@ -97,6 +97,42 @@ def fleet_wait_satisfied(wait, statuses):
     return True
 
 
+ACK_API_VERSION = '2023-10-01-preview'
+# The list form is newer (Azure SDKs call it AcknowledgeList): several events of one resource per request.
+ACK_LIST_API_VERSION = '2025-10-01-preview'
+_EVENTS_SEGMENT = '/providers/microsoft.maintenance/scheduledevents/'
+
+
 def ack_path(arm_id):
     """The acknowledge path of an event's ARM id."""
     return arm_id.rstrip('/') + '/acknowledge'
+
+
+def owner_of(arm_id):
+    """The ARM id of the VM or scale set that owns the event ``arm_id``."""
+    index = str(arm_id).lower().rfind(_EVENTS_SEGMENT)
+    if index < 0:
+        raise InvalidParameterError('%r is not the ARM id of a scheduled event' % (arm_id,))
+    return arm_id[:index]
+
+
+def ack_list_path(owner):
+    """The path of the list form for the events of ``owner`` (body ``{"value": [EventId, ...]}``)."""
+    return owner.rstrip('/') + '/providers/Microsoft.Maintenance/scheduledevents'
+
+
+def ack_batches(events):
+    """``[(owner, [events])]``: the events grouped by the resource owning their first ARM id, in order.
+
+    One acknowledgement per event is enough even when several resources own
+    it (the VMs of an availability set): it releases the event for all.
+    """
+    batches, by_owner = [], {}
+    for event in events:
+        owner = owner_of(event['arm_id'])
+        key = owner.lower()
+        if key not in by_owner:
+            by_owner[key] = (owner, [])
+            batches.append(by_owner[key])
+        by_owner[key][1].append(event)
+    return batches

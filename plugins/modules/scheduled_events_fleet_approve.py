@@ -107,6 +107,15 @@ options:
         per user, shared with every other task of the same identity.
     type: float
     default: 5
+  list_form:
+    description:
+      - Acknowledge several events of one VM or scale set in one request (the ARM list form, C(POST
+        .../providers/Microsoft.Maintenance/scheduledevents) with C({"value": [EventId, ...]}), api-version
+        C(2025-10-01-preview)). V(false) sends one request per event.
+      - When ARM refuses the list form (HTTP 400, for example an ARM that does not know that api-version) or one of
+        the events ended meanwhile (HTTP 404 or 409), the events of that request are acknowledged one by one.
+    type: bool
+    default: true
 notes:
   - When an event ends or is cancelled between the read and the acknowledge (HTTP 404 or 409), it is skipped with
     reason V(gone) and the others are still acknowledged.
@@ -168,6 +177,10 @@ last_statuses:
   description: For each followed event, its status in the last Resource Graph read, V(gone) when not listed.
   returned: always
   type: dict
+list_requests:
+  description: How many list-form requests acknowledged several events at once.
+  returned: always
+  type: int
 waited:
   description: Seconds spent waiting for O(wait).
   returned: always
@@ -192,6 +205,10 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_errors import ScheduledEventsError
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_fleet_approval import (
+    ACK_API_VERSION,
+    ACK_LIST_API_VERSION,
+    ack_batches,
+    ack_list_path,
     ack_path,
     fleet_statuses,
     fleet_wait_satisfied,
@@ -201,8 +218,6 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
     FLEET_SCOPE_ARGUMENT_SPEC,
     read_fleet,
 )
-
-ACK_API_VERSION = '2023-10-01-preview'
 
 
 def module_argument_spec():
@@ -219,6 +234,7 @@ def module_argument_spec():
         'wait': {'type': 'str', 'default': WAIT_NONE, 'choices': list(WAIT_CHOICES)},
         'wait_timeout': {'type': 'float', 'default': 1800.0},
         'poll_interval': {'type': 'float', 'default': 5.0},
+        'list_form': {'type': 'bool', 'default': True},
     })
     return spec
 
@@ -231,7 +247,7 @@ class FleetApproval(object):
         self.params = module.params
         self.client = client
         self.result = {'changed': False, 'approved': [], 'acknowledged_arm_ids': [], 'skipped_events': [],
-                       'events': [], 'last_statuses': {}, 'waited': 0.0}
+                       'events': [], 'last_statuses': {}, 'waited': 0.0, 'list_requests': 0}
 
     def read(self, event_ids=None):
         params = self.params
@@ -242,21 +258,43 @@ class FleetApproval(object):
             self.module.warn(warning)
         return fleet['events']
 
+    def acknowledge_one(self, event):
+        try:
+            self.client.post(ack_path(event['arm_id']), ACK_API_VERSION, None)
+        except ArmError as exc:
+            # Ended or cancelled since the read: the same race IMDS approval handles.
+            if exc.status in (404, 409):
+                self.result['skipped_events'].append({'event_id': event['event_id'], 'reason': SKIP_GONE})
+                return
+            raise
+        self.acknowledged(event)
+
+    def acknowledged(self, event):
+        self.result['approved'].append(event['event_id'])
+        self.result['acknowledged_arm_ids'].append(event['arm_id'])
+
     def acknowledge(self, plan):
-        for event in plan.approve:
-            if self.module.check_mode:
-                self.result['approved'].append(event['event_id'])
-                continue
-            try:
-                self.client.post(ack_path(event['arm_id']), ACK_API_VERSION, None)
-            except ArmError as exc:
-                # Ended or cancelled since the read: the same race IMDS approval handles.
-                if exc.status in (404, 409):
-                    self.result['skipped_events'].append({'event_id': event['event_id'], 'reason': SKIP_GONE})
+        if self.module.check_mode:
+            self.result['approved'] = [event['event_id'] for event in plan.approve]
+            self.result['changed'] = bool(plan.approve)
+            return
+        for owner, events in ack_batches(plan.approve):
+            if self.params['list_form'] and len(events) > 1:
+                try:
+                    self.client.post(ack_list_path(owner), ACK_LIST_API_VERSION,
+                                     {'value': [event['event_id'] for event in events]})
+                except ArmError as exc:
+                    # 400: this ARM does not know the list form; 404/409: one
+                    # of the events ended meanwhile. One by one tells which.
+                    if exc.status not in (400, 404, 409):
+                        raise
+                else:
+                    for event in events:
+                        self.acknowledged(event)
+                    self.result['list_requests'] += 1
                     continue
-                raise
-            self.result['approved'].append(event['event_id'])
-            self.result['acknowledged_arm_ids'].append(event['arm_id'])
+            for event in events:
+                self.acknowledge_one(event)
         self.result['changed'] = bool(self.result['approved'])
 
     def wait(self, followed):

@@ -75,3 +75,16 @@ def test_role_is_needed_to_acknowledge(world):
     # A reader sees no rows, so the id is not found: nothing is acknowledged either way.
     denied = world.run('scheduled_events_fleet_approve', event_ids=[event_id], bearer_token='reader-token')
     assert denied['failed'] and event_state(world, event_id)['approvals'] == []
+
+
+def test_events_of_one_resource_are_acknowledged_in_one_list_request(world):
+    first = world.control.create_event('Freeze', ['vm0000'], not_before_seconds=900)
+    second = world.control.create_event('Reboot', ['vm0000'], not_before_seconds=900)
+    alone = world.control.create_event('Freeze', ['vm0001'], not_before_seconds=900)
+    result = world.run('scheduled_events_fleet_approve', event_ids=[first, second, alone])
+    assert not result.get('failed'), result
+    assert sorted(result['approved']) == sorted([first, second, alone])
+    # vm0000's two events in one list request, vm0001's one event on its own.
+    assert result['list_requests'] == 1
+    assert {event['id']: event['status'] for event in world.control.state()['events']} == {
+        first: 'Started', second: 'Started', alone: 'Started'}

@@ -39,7 +39,7 @@ from .logs import SequencedLog
 from .world import ApprovalError
 
 __all__ = ['ArmFacade', 'DEFAULT_ARM_SETTINGS', 'validate_arm_settings', 'CONTRIBUTOR_ROLE',
-           'RESOURCE_GRAPH_PATH', 'ACK_API_VERSION']
+           'RESOURCE_GRAPH_PATH', 'ACK_API_VERSION', 'ACK_LIST_API_VERSION']
 
 CONTRIBUTOR_ROLE = 'ScheduledEventContributor'
 RESOURCE_GRAPH_PATH = '/providers/Microsoft.ResourceGraph/resources'
@@ -51,6 +51,12 @@ _ACK_PATH = re.compile(
     r'^(/subscriptions/[^/]+/resourcegroups/[^/]+/providers/microsoft\.compute/'
     r'(?:virtualmachines|virtualmachinescalesets)/[^/]+)/providers/microsoft\.maintenance/scheduledevents/'
     r'([^/]+)/acknowledge$', re.IGNORECASE)
+# The list form: several events of one resource in one POST, {"value": [EventId, ...]}.
+_ACK_LIST_PATH = re.compile(
+    r'^(/subscriptions/[^/]+/resourcegroups/[^/]+/providers/microsoft\.compute/'
+    r'(?:virtualmachines|virtualmachinescalesets)/[^/]+)/providers/microsoft\.maintenance/scheduledevents$',
+    re.IGNORECASE)
+ACK_LIST_API_VERSION = '2025-10-01-preview'
 _LOG = logging.getLogger('imds_simulator.arm')
 
 DEFAULT_ARM_SETTINGS = {
@@ -305,25 +311,37 @@ class ArmFacade:
             self.query_count += 1
         return answer, headers
 
-    def acknowledge(self, path, roles):
-        match = _ACK_PATH.match(path)
-        owner, event_id = match.group(1), match.group(2)
+    @staticmethod
+    def _check_role(roles, scope):
         if CONTRIBUTOR_ROLE not in roles:
             raise _Reply(403, 'AuthorizationFailed', 'The client does not have authorization to perform action '
                          "'Microsoft.Maintenance/scheduledevents/acknowledge/action' over scope '%s'; assign it the "
-                         '%s role' % (path.rsplit('/acknowledge', 1)[0], CONTRIBUTOR_ROLE))
+                         '%s role' % (scope, CONTRIBUTOR_ROLE))
+
+    def _check_acknowledgeable(self, owner, event_id):
         row_id = '%s/providers/Microsoft.Maintenance/scheduledevents/%s' % (owner, event_id)
         rows = [row for row in self.rows() if row['id'].lower() == row_id.lower()]
-        entry = {'sim_time': format_iso(self.simulator.world.clock.now()), 'real_time': format_iso(time.time()),
-                 'row_id': row_id, 'event_id': event_id, 'status': None, 'error': None}
+        if not rows:
+            raise _Reply(404, 'ResourceNotFound', "The scheduled event '%s' of resource '%s' was not found"
+                         % (event_id, owner))
+        status = rows[0]['properties']['EventStatus']
+        if status not in ('Scheduled', 'Started'):
+            raise _Reply(409, 'Conflict', 'The scheduled event %s is %s; there is nothing left to acknowledge'
+                         % (event_id, status))
+        return row_id
+
+    def _log_entry(self, row_id, event_id, form):
+        return {'sim_time': format_iso(self.simulator.world.clock.now()), 'real_time': format_iso(time.time()),
+                'row_id': row_id, 'event_id': event_id, 'form': form, 'status': None, 'error': None}
+
+    def acknowledge(self, path, roles):
+        match = _ACK_PATH.match(path)
+        owner, event_id = match.group(1), match.group(2)
+        self._check_role(roles, path.rsplit('/acknowledge', 1)[0])
+        entry = self._log_entry('%s/providers/Microsoft.Maintenance/scheduledevents/%s' % (owner, event_id),
+                                event_id, 'single')
         try:
-            if not rows:
-                raise _Reply(404, 'ResourceNotFound', "The scheduled event '%s' of resource '%s' was not found"
-                             % (event_id, owner))
-            status = rows[0]['properties']['EventStatus']
-            if status not in ('Scheduled', 'Started'):
-                raise _Reply(409, 'Conflict', 'The scheduled event %s is %s; there is nothing left to acknowledge'
-                             % (event_id, status))
+            self._check_acknowledgeable(owner, event_id)
             self._approve_as_vm(owner, event_id)
         except _Reply as reply:
             entry.update(status=reply.status, error=reply.payload['error']['message'])
@@ -331,6 +349,30 @@ class ArmFacade:
             raise
         entry['status'] = 200
         self.acknowledge_log.append(entry)
+        return {'value': 'Acknowledged'}
+
+    def acknowledge_list(self, path, roles, body):
+        """The list form: every id is checked first; one unknown or finished event fails the whole request."""
+        owner = _ACK_LIST_PATH.match(path).group(1)
+        self._check_role(roles, path)
+        event_ids = body.get('value') if isinstance(body, dict) else None
+        if not isinstance(event_ids, list) or not event_ids or not all(isinstance(item, str) for item in event_ids):
+            raise _Reply(400, 'InvalidRequestContent', 'the body must be {"value": [EventId, ...]} with at least one id')
+        entries = [self._log_entry('%s/providers/Microsoft.Maintenance/scheduledevents/%s' % (owner, event_id),
+                                   event_id, 'list') for event_id in event_ids]
+        try:
+            for event_id in event_ids:
+                self._check_acknowledgeable(owner, event_id)
+            for event_id in event_ids:
+                self._approve_as_vm(owner, event_id)
+        except _Reply as reply:
+            for entry in entries:
+                entry.update(status=reply.status, error=reply.payload['error']['message'])
+                self.acknowledge_log.append(entry)
+            raise
+        for entry in entries:
+            entry['status'] = 200
+            self.acknowledge_log.append(entry)
         return {'value': 'Acknowledged'}
 
     def _approve_as_vm(self, owner, event_id):
@@ -398,19 +440,24 @@ class ArmRequestHandler(JsonRequestHandler):
                          'eventgrid': facade.eventgrid_log.since(since)}, []
         is_graph = path.lower() == RESOURCE_GRAPH_PATH.lower()
         is_ack = bool(_ACK_PATH.match(path))
-        if not (is_graph or is_ack):
-            raise _Reply(404, 'NotFound', 'the ARM facade answers %s and .../providers/Microsoft.Maintenance/'
-                         'scheduledevents/{EventId}/acknowledge only, not %s' % (RESOURCE_GRAPH_PATH, path))
+        is_ack_list = bool(_ACK_LIST_PATH.match(path))
+        if not (is_graph or is_ack or is_ack_list):
+            raise _Reply(404, 'NotFound', 'the ARM facade answers %s, .../providers/Microsoft.Maintenance/'
+                         'scheduledevents/{EventId}/acknowledge and .../providers/Microsoft.Maintenance/'
+                         'scheduledevents (the list form) only, not %s' % (RESOURCE_GRAPH_PATH, path))
         if method != 'POST':
             raise _Reply(405, 'MethodNotAllowed', '%s takes POST' % path)
         api_version = (query.get('api-version') or [None])[-1]
-        wanted = RESOURCE_GRAPH_API_VERSIONS if is_graph else (ACK_API_VERSION,)
+        wanted = RESOURCE_GRAPH_API_VERSIONS if is_graph else (
+            (ACK_LIST_API_VERSION,) if is_ack_list else (ACK_API_VERSION,))
         if api_version not in wanted:
             raise _Reply(400, 'InvalidApiVersionParameter', "The api-version '%s' is invalid. The supported "
                          "versions are '%s'." % (api_version, ','.join(wanted)))
         token, roles = facade.roles_of(self.headers.get('Authorization'))
         if is_ack:
             return 200, facade.acknowledge(path, roles), []
+        if is_ack_list:
+            return 200, facade.acknowledge_list(path, roles, self._json(raw)), []
         headers = facade.charge_quota(token)
         answer, headers = facade.query(self._json(raw), roles, headers)
         return 200, answer, headers

@@ -200,6 +200,31 @@ def test_acknowledge_approves_as_imds_would_and_unknown_ids_are_404():
         assert acknowledge(arm, row_id).status == 200
 
 
+def acknowledge_list(arm, owner, event_ids, token=TOKEN, api_version='2025-10-01-preview'):
+    headers = {'Content-Type': 'application/json', 'Authorization': 'Bearer ' + token}
+    return call(arm.address, 'POST', owner + '/providers/Microsoft.Maintenance/scheduledevents',
+                query='api-version=' + api_version, headers=headers, body={'value': list(event_ids)})
+
+
+def test_the_list_form_acknowledges_several_events_of_one_resource_or_none():
+    with facade(tokens={TOKEN: ['ScheduledEventContributor'], 'reader': ['Reader']}) as (sim, arm):
+        first = sim.control.create_event('Freeze', ['vm0'], not_before_seconds=900)
+        second = sim.control.create_event('Reboot', ['vm0', 'vm1'], not_before_seconds=900)
+        owner = graph(arm).json['data'][0]['id'].split('/providers/Microsoft.Maintenance/')[0]
+        assert acknowledge_list(arm, owner, [first], token='reader').status == 403
+        assert acknowledge_list(arm, owner, [first], api_version='2023-10-01-preview').status == 400
+        assert acknowledge_list(arm, owner, []).status == 400
+        # One unknown id: nothing is acknowledged.
+        unknown = acknowledge_list(arm, owner, [first, '00000000-0000-0000-0000-000000000000'])
+        assert unknown.status == 404
+        assert {event['status'] for event in sim.world.state()['events']} == {'Scheduled'}
+        answer = acknowledge_list(arm, owner, [first, second])
+        assert answer.status == 200, answer.body
+        assert {event['status'] for event in sim.world.state()['events']} == {'Started'}
+        logged = [(entry['form'], entry['status']) for entry in arm.acknowledge_log.since(0)]
+        assert logged == [('list', 404), ('list', 404), ('list', 200), ('list', 200)]
+
+
 def test_acknowledge_of_a_finished_event_is_a_conflict():
     with facade() as (sim, arm):
         event_id = sim.control.create_event('Reboot', ['vm0'])

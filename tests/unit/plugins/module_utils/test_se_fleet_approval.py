@@ -17,10 +17,13 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
     InvalidParameterError,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_fleet_approval import (
+    ack_batches,
+    ack_list_path,
     ack_path,
     fleet_statuses,
     fleet_wait_satisfied,
     foreign_vms,
+    owner_of,
     plan_fleet_approval,
 )
 
@@ -105,3 +108,18 @@ def test_statuses_by_id_without_case_or_braces():
 
 def test_ack_path():
     assert ack_path('/subscriptions/s/x/' + A) == '/subscriptions/s/x/%s/acknowledge' % A
+
+
+def test_ack_batches_group_events_by_the_resource_owning_their_first_arm_id():
+    vm = '/subscriptions/s/resourcegroups/rg/providers/Microsoft.Compute/virtualMachines/vm0'
+    scale_set = '/subscriptions/s/resourcegroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/ss'
+
+    def event(event_id, owner):
+        return {'event_id': event_id, 'arm_id': owner + '/providers/Microsoft.Maintenance/scheduledevents/' + event_id}
+
+    batches = ack_batches([event('A', vm), event('B', scale_set), event('C', vm.upper())])
+    assert [(owner, [item['event_id'] for item in events]) for owner, events in batches] == [
+        (vm, ['A', 'C']), (scale_set, ['B'])]
+    assert ack_list_path(vm) == vm + '/providers/Microsoft.Maintenance/scheduledevents'
+    with pytest.raises(InvalidParameterError, match='not the ARM id'):
+        owner_of('/subscriptions/s/resourcegroups/rg')
