@@ -18,7 +18,12 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling import _epoch, _mapping, _plain, _setup
+from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling import (
+    _epoch,
+    _mapping,
+    _plain,
+    _setup,
+)
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling_controller import reconcile
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling_fleet import (
     approval_results,

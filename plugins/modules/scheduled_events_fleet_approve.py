@@ -110,8 +110,8 @@ options:
   list_form:
     description:
       - Acknowledge several events of one VM or scale set in one request (the ARM list form, C(POST
-        .../providers/Microsoft.Maintenance/scheduledevents) with C({"value": [EventId, ...]}), api-version
-        C(2025-10-01-preview)). V(false) sends one request per event.
+        .../providers/Microsoft.Maintenance/scheduledevents) with the event ids in the body's C(value) list,
+        api-version C(2025-10-01-preview)). V(false) sends one request per event.
       - When ARM refuses the list form (HTTP 400, for example an ARM that does not know that api-version) or one of
         the events ended meanwhile (HTTP 404 or 409), the events of that request are acknowledged one by one.
     type: bool

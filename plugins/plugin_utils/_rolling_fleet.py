@@ -51,7 +51,8 @@ _ACK_DONE_REASONS = ('already_started', 'gone', 'finished')
 
 _VM_ID = re.compile(
     r'^/subscriptions/(?P<subscription>[^/]+)/resourcegroups/(?P<group>[^/]+)/providers/microsoft\.compute/'
-    r'(?:virtualmachines/(?P<vm>[^/]+)|virtualmachinescalesets/(?P<scale_set>[^/]+)/virtualmachines/(?P<instance>[^/]+))$',
+    r'(?:virtualmachines/(?P<vm>[^/]+)'
+    r'|virtualmachinescalesets/(?P<scale_set>[^/]+)/virtualmachines/(?P<instance>[^/]+))$',
     re.IGNORECASE)
 
 

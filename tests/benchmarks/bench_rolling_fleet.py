@@ -80,7 +80,21 @@ def controller_share(world, workdir):
     return statistics.median(times)
 
 
-def measure(world_class, size, forks, idle_rounds, extra_user_vms=0):
+def measure_controller(size):
+    """The controller's share of a round at ``size`` VMs, without running the playbook."""
+    with tempfile.TemporaryDirectory(prefix='bench-rolling-fleet-') as workdir:
+        with FleetRollingWorld(workdir, fleet(size)) as world:
+            # One scenario rather than one control call per event, and patience: the machine may be busy.
+            world.control.timeout = 60
+            world.start_scenario([{'at_seconds': 0, 'action': 'create_event', 'event_type': 'Freeze',
+                                   'resources': ['vm_%d' % index], 'not_before_seconds': 900}
+                                  for index in range(0, size, 2)])
+            world.control.wait_for(lambda control: len(control.events()) == (size + 1) // 2, timeout=300,
+                                   interval=2)
+            return controller_share(world, workdir)
+
+
+def measure(world_class, size, forks, idle_rounds):
     figures = {'hosts': size}
     with tempfile.TemporaryDirectory(prefix='bench-rolling-fleet-') as workdir:
         with world_class(workdir, fleet(size), forks=forks) as world:
@@ -117,6 +131,8 @@ def main():
     parser.add_argument('--imds-sizes', default='10,50,100')
     parser.add_argument('--forks', type=int, default=50)
     parser.add_argument('--idle-rounds', type=int, default=3)
+    parser.add_argument('--controller-sizes', default='100,500,1000',
+                        help='sizes at which to measure the controller share alone (no playbook run)')
     args = parser.parse_args()
     print('Method: per size, a simulator (speed 1, throttle and Resource Graph quota off) and a local-connection '
           'inventory of one group; drain/verify/undrain tasks do nothing; forks %d; round = idle run wall / rounds '
@@ -127,6 +143,10 @@ def main():
         figures = measure(RollingWorld, size, args.forks, args.idle_rounds)
         print('IMDS  %5d hosts: round %6.1f s | wall %6.1f s (%d rounds)'
               % (size, figures['round'], figures['wall'], figures['rounds']))
+        sys.stdout.flush()
+    for size in [int(value) for value in args.controller_sizes.split(',') if value]:
+        print('fleet %5d VMs:   controller share of a round %.2f s (Resource Graph read of %d events + planner)'
+              % (size, measure_controller(size), (size + 1) // 2))
         sys.stdout.flush()
     biggest = None
     for size in [int(value) for value in args.sizes.split(',') if value]:

@@ -357,7 +357,8 @@ class ArmFacade:
         self._check_role(roles, path)
         event_ids = body.get('value') if isinstance(body, dict) else None
         if not isinstance(event_ids, list) or not event_ids or not all(isinstance(item, str) for item in event_ids):
-            raise _Reply(400, 'InvalidRequestContent', 'the body must be {"value": [EventId, ...]} with at least one id')
+            raise _Reply(400, 'InvalidRequestContent',
+                         'the body must be {"value": [EventId, ...]} with at least one id')
         entries = [self._log_entry('%s/providers/Microsoft.Maintenance/scheduledevents/%s' % (owner, event_id),
                                    event_id, 'list') for event_id in event_ids]
         try:

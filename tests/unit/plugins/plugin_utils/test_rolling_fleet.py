@@ -45,7 +45,8 @@ def read(*events):
 
 @pytest.mark.parametrize('value, expected', [
     (PREFIX + '/virtualMachines/Web_0', PREFIX.lower() + '/virtualmachines/web_0'),
-    (PREFIX + '/virtualMachineScaleSets/SS/virtualMachines/3/', PREFIX.lower() + '/virtualmachinescalesets/ss/virtualmachines/3'),
+    (PREFIX + '/virtualMachineScaleSets/SS/virtualMachines/3/',
+     PREFIX.lower() + '/virtualmachinescalesets/ss/virtualmachines/3'),
     (PREFIX + '/virtualMachineScaleSets/ss', None),
     ('web_0', None),
     (None, None),
