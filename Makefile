@@ -15,7 +15,7 @@ SIMULATOR_ARGS ?=
 MATRIX_JOBS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help bootstrap test units simulator-tests fault-tests sanity integration system-tests build lint docs matrix benchmark simulator demo clean ci-fresh load-test
+.PHONY: help bootstrap test units simulator-tests fault-tests sanity integration system-tests fleet-tests build lint docs matrix benchmark simulator demo clean ci-fresh load-test
 
 help: ## list the targets
 	@echo "Usage: make TARGET"
@@ -52,6 +52,9 @@ system-tests: bootstrap ## service daemon, fault matrix, EDA/ansible-rulebook, a
 	bash $(TOOLING)/run-system-tests.sh
 	bash $(TOOLING)/run-rolling-system-tests.sh
 	bash $(TOOLING)/run-e2e-tests.sh
+
+fleet-tests: bootstrap ## fleet-plane modules against the simulator's ARM facade (pytest tests/fleet)
+	bash $(TOOLING)/run-fleet-tests.sh
 
 build: bootstrap ## build and install the tarball, then ansible-doc every plugin from it
 	bash $(TOOLING)/build-check.sh

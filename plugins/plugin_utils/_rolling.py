@@ -35,6 +35,10 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils
     outcome_of,
     worst_outcome,
 )
+from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling_fleet import (
+    SOURCE_IMDS,
+    SOURCES,
+)
 
 TASK_FILE_KEYS = ('drain_tasks', 'verify_tasks', 'undrain_tasks')
 GROUP_SETTING_KEYS = TASK_FILE_KEYS + ('max_unavailable',)
@@ -215,6 +219,8 @@ def build_setup(maintenance_groups, inventory_groups, play_hosts, group_settings
     for name in ('approve', 'allow_foreign_resources'):
         if name in options and not isinstance(options[name], bool):
             problems.append('rolling_%s must be true or false, got %r' % (name, options[name]))
+    if options.get('source', SOURCE_IMDS) not in SOURCES:
+        problems.append('rolling_source must be one of %s, got %r' % (', '.join(SOURCES), options.get('source')))
     if options.get('over_budget', 'fail') not in OVER_BUDGET_CHOICES:
         problems.append('rolling_over_budget must be one of %s, got %r'
                         % (', '.join(OVER_BUDGET_CHOICES), options.get('over_budget')))
@@ -236,6 +242,7 @@ KNOWN_VARIABLES = (
     'rolling_allow_foreign_resources', 'rolling_over_budget', 'rolling_drain_lead_seconds',
     'rolling_time_budget_seconds', 'rolling_settle_seconds', 'rolling_poll_interval_seconds',
     'rolling_back_timeout_seconds', 'rolling_observe_timeout_seconds', 'rolling_max_rounds', 'rolling_report_dir',
+    'rolling_source', 'rolling_fleet_options',
 )
 # Read by earlier versions; the controller has no use for them any more.
 OBSOLETE_VARIABLES = {

@@ -85,6 +85,23 @@ def rulebook_command():
                        '(see tests/requirements and docs/eda_and_awx.md)' % venv_bin())
 
 
+# Stands in for azure_maintenance.scheduled_events.rolling_maintenance, which
+# the maintenance rulebook reaches by FQCN: it records what the rule gave it.
+RECORDING_ROLLING_PLAYBOOK = '''---
+- name: Record how the rule started the rolling maintenance
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Write the record
+      ansible.builtin.copy:
+        dest: "{{ record_dir }}/{{ ansible_eda.event.scheduled_event.event_id }}-{{ inventory_hostname }}.json"
+        content: "{{ {'host': inventory_hostname, 'limit': ansible_limit | default(''),
+                      'maintenance_groups': maintenance_groups | default(None),
+                      'scheduled_event': ansible_eda.event.scheduled_event} | to_json }}"
+        mode: '0644'
+'''
+
+
 # --- the collection as ansible-rulebook sees it -----------------------------------------------------------
 
 def make_collection_tree(parent, extra_playbooks=None):

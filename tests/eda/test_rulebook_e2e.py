@@ -16,29 +16,13 @@ import uuid
 import pytest
 
 from eda_harness import HarnessError, Rulebook, Simulator, ensure_java, local_inventory, make_collection_tree
-from eda_harness import rulebook_command, wait_until
+from eda_harness import RECORDING_ROLLING_PLAYBOOK, rulebook_command, wait_until
 
 # Bounds: the JVM and ansible-rulebook start in a few seconds here, a playbook
 # run in one or two; generous limits keep a slow CI machine from failing.
 STARTUP_TIMEOUT = 120.0
 ACTION_TIMEOUT = 90.0
 QUIET_SECONDS = 4.0
-
-# Stands in for azure_maintenance.scheduled_events.rolling_maintenance, which
-# the maintenance rulebook reaches by FQCN: it records what the rule gave it.
-RECORDING_ROLLING_PLAYBOOK = '''---
-- name: Record how the rule started the rolling maintenance
-  hosts: all
-  gather_facts: false
-  tasks:
-    - name: Write the record
-      ansible.builtin.copy:
-        dest: "{{ record_dir }}/{{ ansible_eda.event.scheduled_event.event_id }}-{{ inventory_hostname }}.json"
-        content: "{{ {'host': inventory_hostname, 'limit': ansible_limit | default(''),
-                      'maintenance_groups': maintenance_groups | default(None),
-                      'scheduled_event': ansible_eda.event.scheduled_event} | to_json }}"
-        mode: '0644'
-'''
 
 
 def new_event_id():

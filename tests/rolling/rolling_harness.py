@@ -174,9 +174,14 @@ class RollingWorld:
             # start and end with its real time, which the checks read.
             'impact_command': [sys.executable, '-c', 'pass'],
         }
-        self.simulator = SimulatorProcess(os.path.join(self.workdir, 'simulator'), config=config).start()
+        self.simulator = SimulatorProcess(os.path.join(self.workdir, 'simulator'), config=config,
+                                          extra_args=self.simulator_args()).start()
         for vm in self.hanging:
             self.hang(vm)
+
+    def simulator_args(self):
+        """Extra command-line arguments of the simulator (a subclass adds its ARM facade)."""
+        return []
 
     def hang(self, vm, seconds=300, count=100000):
         """The VM's IMDS accepts the connection and answers nothing for ``seconds`` (a hung IMDS)."""

@@ -14,7 +14,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 require_venv
 suites=()
 # SYSTEM_TEST_SUITES overrides the list (run-rolling-system-tests.sh runs the rolling ones on their own).
-for suite in ${SYSTEM_TEST_SUITES:-tests/service tests/faults tests/eda tests/ee}; do
+for suite in ${SYSTEM_TEST_SUITES:-tests/service tests/faults tests/eda tests/ee tests/fleet}; do
     [[ -d "${REPO_ROOT}/${suite}" ]] && suites+=("${suite}")
 done
 banner "system tests: pytest ${suites[*]}"

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 
+from .arm_server import ArmFacade, validate_arm_settings
 from .clock import check_speed
 from .config import DEFAULT_CONFIG, ConfigError, format_listen, load_config_file, parse_listen, validate_config
 from .simulator import Simulator
@@ -40,6 +41,11 @@ def _parser():
     parser.add_argument('--ready-file', metavar='PATH',
                         help='once every port is bound, write {"pid", "control", "vms": {name: "HOST:PORT"}} '
                              'as JSON here (how callers learn the ports chosen for port 0)')
+    parser.add_argument('--arm', metavar='HOST:PORT',
+                        help='also serve the ARM facade (Resource Graph, acknowledge, Event Grid) of the same world '
+                             'here; port 0 lets the kernel choose; the ready file says where as "arm"')
+    parser.add_argument('--arm-settings', metavar='FILE.json',
+                        help='ARM facade settings (tokens, quota, paging, Event Grid webhook); see docs/simulator.md')
     parser.add_argument('--log-file', metavar='PATH',
                         help='where a --background simulator logs (default: the pid file path + ".log")')
     parser.add_argument('--log-level', default='INFO', choices=('DEBUG', 'INFO', 'WARNING', 'ERROR'),
@@ -103,10 +109,12 @@ def _write_pidfile(pidfile, pid):
     os.replace(temporary, pidfile)
 
 
-def _write_ready_file(path, simulator):
+def _write_ready_file(path, simulator, arm=None):
     """Say where everything listens, atomically, so a reader never sees half a file."""
     ready = {'pid': os.getpid(), 'control': format_listen(simulator.control_address),
              'vms': {vm['name']: vm['listen'] for vm in simulator.world.config['vms']}}
+    if arm is not None:
+        ready['arm'] = format_listen(arm.address)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     temporary = '%s.%d.tmp' % (path, os.getpid())
@@ -200,8 +208,8 @@ def _absolute_paths(argv):
     for arg in argv:
         if make_absolute:
             arg = os.path.abspath(arg)
-        make_absolute = arg in ('--config', '--pidfile', '--log-file', '--ready-file')
-        for option in ('--config=', '--pidfile=', '--log-file=', '--ready-file='):
+        make_absolute = arg in ('--config', '--pidfile', '--log-file', '--ready-file', '--arm-settings')
+        for option in ('--config=', '--pidfile=', '--log-file=', '--ready-file=', '--arm-settings='):
             if arg.startswith(option):
                 arg = option + os.path.abspath(arg[len(option):])
         result.append(arg)
@@ -216,17 +224,38 @@ def _tail(path, lines=15):
         return '(no log at %s)' % path
 
 
+def _load_arm_settings(path):
+    if path is None:
+        return None
+    try:
+        with open(path, encoding='utf-8') as handle:
+            return json.load(handle)
+    except OSError as exc:
+        raise ConfigError('cannot read --arm-settings file %s: %s' % (path, exc.strerror or exc)) from None
+    except ValueError as exc:
+        raise ConfigError('--arm-settings file %s is not valid JSON: %s' % (path, exc)) from None
+
+
 def _run_foreground(args, config):
     stopping = threading.Event()
     simulator = Simulator(config, args.control)
+    arm = None
+    if args.arm:
+        arm = ArmFacade(simulator, args.arm, _load_arm_settings(args.arm_settings))
     try:
         simulator.start()
+        if arm is not None:
+            try:
+                arm.start()
+            except OSError as exc:
+                simulator.stop()
+                return _fail('cannot listen on %s for the ARM facade: %s' % (args.arm, exc.strerror or exc))
     except OSError as exc:
         return _fail(exc.strerror or str(exc))
     if args.pidfile:
         _write_pidfile(args.pidfile, os.getpid())
     if args.ready_file:
-        _write_ready_file(args.ready_file, simulator)
+        _write_ready_file(args.ready_file, simulator, arm)
 
     def request_stop(signum, frame):
         logging.getLogger('imds_simulator').info('signal %d: stopping', signum)
@@ -239,6 +268,8 @@ def _run_foreground(args, config):
         while not stopping.wait(0.5):
             pass
     finally:
+        if arm is not None:
+            arm.stop()
         simulator.stop()
         if args.pidfile:
             _remove_pidfile(args.pidfile, os.getpid())
@@ -260,6 +291,11 @@ def main(argv=None):
         if args.stop:
             return stop(args.pidfile)
         parse_listen(args.control, '--control')
+        if args.arm:
+            parse_listen(args.arm, '--arm')
+            validate_arm_settings(_load_arm_settings(args.arm_settings) or {})
+        elif args.arm_settings:
+            return _fail('--arm-settings needs --arm HOST:PORT', 2)
         config = _load_config(args)
         if args.background:
             return _start_background(args, config, argv)

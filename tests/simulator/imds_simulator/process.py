@@ -73,6 +73,13 @@ class SimulatorProcess:
     def control_url(self):
         return 'http://' + self.ready['control']
 
+    @property
+    def arm_url(self):
+        """Base URL of the ARM facade (started with ``extra_args=['--arm', '127.0.0.1:0']``)."""
+        if 'arm' not in self.ready:
+            raise KeyError('this simulator serves no ARM facade; start it with extra_args=["--arm", "127.0.0.1:0"]')
+        return 'http://' + self.ready['arm']
+
     def address(self, vm_name):
         """``HOST:PORT`` of a VM; after a reset with new listens, ask again (it reads the simulator's state)."""
         for vm in self.control.state()['vms']:

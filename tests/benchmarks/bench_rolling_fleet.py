@@ -1,0 +1,168 @@
+#!/usr/bin/env python
+# -*- coding: utf-8 -*-
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The rolling playbook over the fleet plane at 100, 500 and 1,000 VMs, against IMDS at 10, 50 (and 100) hosts.
+
+For each fleet size N (one inventory group, local connection, drain, verify
+and undrain tasks that do nothing, a simulator with its ARM facade on ports
+the kernel chooses, its clock at real speed, Resource Graph quota off):
+
+1. Round time: ``rolling_maintenance`` with ``rolling_source:
+   resource_graph`` and nothing to do for --idle-rounds rounds; its wall time
+   from first round to report divided by its rounds (the report's figures).
+2. Wall time: a run in which a User Freeze on one VM is drained, approved
+   through ARM, verified and undrained, from ansible-playbook start to exit.
+3. The controller's share of a round: one Resource Graph read of the whole
+   fleet plus the planner (``rolling_fleet_reconcile``), in-process, median
+   of 3; what the fleet plane itself costs, with Ansible's per-host task
+   dispatch taken out.
+
+Baseline, same run: the same two figures of the IMDS playbook
+(``rolling_source: imds``, every host's IMDS read each round) at
+--imds-sizes hosts.
+
+Goal (issue 14): a fleet-plane round over 1,000 VMs under 5 s. Prints the
+figures, their method and whether the goal is met; fails only when it
+cannot measure.
+
+Run alone:  .venv/bin/python tests/benchmarks/bench_rolling_fleet.py [--sizes 100,500,1000] [--imds-sizes 10,50,100]
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'rolling'))
+
+# pylint: disable=wrong-import-position
+from fleet_rolling_harness import TOKEN, FleetRollingWorld  # noqa: E402
+from rolling_harness import RollingWorld, collections_path  # noqa: E402
+
+USER_EVENT = 'BF000000-0000-4000-8000-000000000001'
+
+
+def fleet(size):
+    return {'web': {'vms': [('vm_%d' % index, index % 5) for index in range(size)], 'max_unavailable': '10%'}}
+
+
+def controller_share(world, workdir):
+    """Median seconds of one Resource Graph read of the fleet plus one pass of the planner, in-process."""
+    sys.path.insert(0, collections_path(workdir))
+    # pylint: disable=import-outside-toplevel
+    from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling import rolling_setup
+    from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling_fleet import (
+        rolling_fleet_reconcile, rolling_fleet_setup)
+    from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm import ArmClient
+    from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_graph import read_fleet
+    with open(world.write_inventory(), encoding='utf-8') as handle:
+        inventory = json.load(handle)
+    hosts = dict((host, variables) for group in inventory['all']['children'].values()
+                 for host, variables in group['hosts'].items())
+    setup = rolling_setup(['web'], {'web': sorted(hosts)}, sorted(hosts),
+                          group_settings={'web': {'max_unavailable': '10%'}}, hostvars=hosts)
+    fleet_setup = rolling_fleet_setup(setup, hosts)
+    times = []
+    for _attempt in range(3):
+        started = time.time()
+        client = ArmClient(world.simulator.arm_url, lambda: TOKEN, timeout=60)
+        read = read_fleet(client, fleet_setup['scope']['subscriptions'], fleet_setup['scope']['resource_groups'])
+        rolling_fleet_reconcile(None, setup, fleet_setup, {}, read=dict(read, changed=False))
+        times.append(time.time() - started)
+    return statistics.median(times)
+
+
+def measure_controller(size):
+    """The controller's share of a round at ``size`` VMs, without running the playbook."""
+    with tempfile.TemporaryDirectory(prefix='bench-rolling-fleet-') as workdir:
+        with FleetRollingWorld(workdir, fleet(size)) as world:
+            # One scenario rather than one control call per event, and patience: the machine may be busy.
+            world.control.timeout = 60
+            world.start_scenario([{'at_seconds': 0, 'action': 'create_event', 'event_type': 'Freeze',
+                                   'resources': ['vm_%d' % index], 'not_before_seconds': 900}
+                                  for index in range(0, size, 2)])
+            world.control.wait_for(lambda control: len(control.events()) == (size + 1) // 2, timeout=300,
+                                   interval=2)
+            return controller_share(world, workdir)
+
+
+def measure(world_class, size, forks, idle_rounds):
+    figures = {'hosts': size}
+    with tempfile.TemporaryDirectory(prefix='bench-rolling-fleet-') as workdir:
+        with world_class(workdir, fleet(size), forks=forks) as world:
+            world.control.set_throttle(enabled=False)
+            settings = dict((group, {'max_unavailable': spec['max_unavailable']})
+                            for group, spec in world.groups.items())
+            idle = world.run_playbook(timeout=3600, rolling_group_settings=settings, rolling_max_rounds=idle_rounds,
+                                      rolling_settle_seconds=10 ** 6, rolling_poll_interval_seconds=1)
+            if idle.returncode != 0 or not idle.report:
+                raise RuntimeError('the idle run at %d failed:\n%s' % (size, idle.output[-3000:]))
+            figures['round'] = idle.report['run']['wall_seconds'] / max(idle.report['run']['rounds'], 1)
+            figures['idle_rounds'] = idle.report['run']['rounds']
+            world.start_scenario([{'at_seconds': 2, 'action': 'create_event', 'event_id': USER_EVENT,
+                                   'event_type': 'Freeze', 'resources': ['vm_1'], 'event_source': 'User',
+                                   'linger_seconds': 5, 'impact_seconds': 1}])
+            busy = world.run_playbook(timeout=3600, rolling_group_settings=settings, rolling_settle_seconds=3,
+                                      rolling_poll_interval_seconds=1)
+            if busy.returncode != 0 or not busy.report:
+                raise RuntimeError('the run with a User event at %d failed:\n%s' % (size, busy.output[-3000:]))
+            event = busy.event(USER_EVENT)
+            if event is None or event['outcome'] != 'approved':
+                raise RuntimeError('the User event at %d was not approved: %s' % (size, event))
+            figures['wall'] = busy.seconds
+            figures['rounds'] = busy.report['run']['rounds']
+            if isinstance(world, FleetRollingWorld):
+                figures['controller'] = controller_share(world, workdir)
+                figures['imds_requests'] = sum(world.imds_requests().values())
+    return figures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
+    parser.add_argument('--sizes', default='100,500,1000')
+    parser.add_argument('--imds-sizes', default='10,50,100')
+    parser.add_argument('--forks', type=int, default=50)
+    parser.add_argument('--idle-rounds', type=int, default=3)
+    parser.add_argument('--controller-sizes', default='100,500,1000',
+                        help='sizes at which to measure the controller share alone (no playbook run)')
+    args = parser.parse_args()
+    print('Method: per size, a simulator (speed 1, throttle and Resource Graph quota off) and a local-connection '
+          'inventory of one group; drain/verify/undrain tasks do nothing; forks %d; round = idle run wall / rounds '
+          '(%d rounds); wall = ansible-playbook start to exit of a run with one User Freeze approved; controller '
+          'share = in-process Resource Graph read + planner, median of 3. Load average at start %s'
+          % (args.forks, args.idle_rounds, ' '.join('%.1f' % value for value in os.getloadavg())))
+    for size in [int(value) for value in args.imds_sizes.split(',') if value]:
+        figures = measure(RollingWorld, size, args.forks, args.idle_rounds)
+        print('IMDS  %5d hosts: round %6.1f s | wall %6.1f s (%d rounds)'
+              % (size, figures['round'], figures['wall'], figures['rounds']))
+        sys.stdout.flush()
+    for size in [int(value) for value in args.controller_sizes.split(',') if value]:
+        print('fleet %5d VMs:   controller share of a round %.2f s (Resource Graph read of %d events + planner)'
+              % (size, measure_controller(size), (size + 1) // 2))
+        sys.stdout.flush()
+    biggest = None
+    for size in [int(value) for value in args.sizes.split(',') if value]:
+        figures = measure(FleetRollingWorld, size, args.forks, args.idle_rounds)
+        biggest = figures
+        print('fleet %5d VMs:   round %6.1f s | wall %6.1f s (%d rounds) | controller share of a round %.2f s | '
+              'IMDS requests %d' % (size, figures['round'], figures['wall'], figures['rounds'], figures['controller'],
+                                    figures['imds_requests']))
+        sys.stdout.flush()
+    print('Load average at end %s' % ' '.join('%.1f' % value for value in os.getloadavg()))
+    if biggest is not None:
+        print('fleet-plane round at %d VMs: %.1f s (goal < 5 s at 1,000): %s; controller share %.2f s'
+              % (biggest['hosts'], biggest['round'], 'met' if biggest['round'] < 5 else 'NOT met',
+                 biggest['controller']))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,77 @@
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""System tests: the rolling maintenance playbook over the fleet plane (rolling_source: resource_graph).
+
+The overlapping scenario of test_overlapping_events.py, observed through the
+simulator's Resource Graph and approved through its ARM acknowledge API,
+checked with the same invariants from the simulator's approval and impact
+logs and the hosts' step records; plus: no VM's IMDS was asked anything.
+
+Run: .venv/bin/python -m pytest tests/rolling/test_overlapping_events_fleet.py -v
+"""
+
+import os
+import sys
+import threading
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# pylint: disable=wrong-import-position
+from fleet_rolling_harness import FleetRollingWorld  # noqa: E402
+from rolling_harness import inventory_name  # noqa: E402
+from test_overlapping_events import approvals_per_event, assert_safe, create  # noqa: E402
+
+pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='needs the simulator and ansible-playbook locally')
+
+FREEZE_WEB_UD0 = 'E5000000-0000-4000-8000-000000000001'
+REBOOT_WEB_UD1 = 'E5000000-0000-4000-8000-000000000002'
+USER_REDEPLOY_DB0 = 'E5000000-0000-4000-8000-000000000003'
+FREEZE_DB1_AND_OUTSIDER = 'E5000000-0000-4000-8000-000000000004'
+
+
+def test_four_events_at_once_over_the_fleet_plane(tmp_path):
+    groups = {'web': {'vms': [('web_0', 0), ('web_1', 0), ('web_2', 1), ('web_3', 1)], 'max_unavailable': '50%'},
+              'db': {'vms': [('db_0', 0), ('db_1', 1)], 'max_unavailable': 1}}
+    with FleetRollingWorld(tmp_path, groups, foreign=[('partner_0', 'db')], speed=1) as world:
+        # Resource Graph says Completed when an event leaves IMDS: 20 s after
+        # its start here, rather than the simulator's default of 10 minutes.
+        short = {'linger_seconds': 20}
+        world.start_scenario([
+            create(FREEZE_WEB_UD0, 'Freeze', ['web_0', 'web_1'], **short),
+            create(REBOOT_WEB_UD1, 'Reboot', ['web_2', 'web_3'], **short),
+            create(USER_REDEPLOY_DB0, 'Redeploy', ['db_0'], event_source='User', **short),
+            create(FREEZE_DB1_AND_OUTSIDER, 'Freeze', ['db_1', 'partner_0'], **short),
+        ])
+        runs = []
+        player = threading.Thread(target=lambda: runs.append(world.run_playbook(timeout=1500)))
+        player.start()
+        approvable = set(event_id.lower() for event_id in (FREEZE_WEB_UD0, REBOOT_WEB_UD1, USER_REDEPLOY_DB0))
+        deadline = time.monotonic() + 1400
+        while player.is_alive() and time.monotonic() < deadline:
+            drained = [step for _at, step in world.steps().get(inventory_name('db_1'), [])] == ['drain']
+            if drained and approvable <= set(approvals_per_event(world)):
+                # What 15 minutes of notice would do to the event nobody may approve.
+                world.control.advance_clock(900)
+                break
+            time.sleep(1)
+        player.join(1500)
+        run = runs[0]
+        assert_safe(world, run)
+        assert run.returncode == 0, run.output[-3000:]
+        assert world.imds_requests() == {}
+        counts = approvals_per_event(world)
+        for event_id in (FREEZE_WEB_UD0, REBOOT_WEB_UD1, USER_REDEPLOY_DB0):
+            assert counts.get(event_id.lower()) == 1, counts
+            assert run.event(event_id)['outcome'] == 'approved'
+        # Every approval went through ARM, none through a VM's IMDS.
+        assert {entry.get('via') for entry in world.control.approvals()} == {'arm'}
+        assert FREEZE_DB1_AND_OUTSIDER.lower() not in counts
+        foreign = run.event(FREEZE_DB1_AND_OUTSIDER)
+        assert foreign['outcome'] == 'foreign' and foreign['foreign_resources'] == ['partner_0']
+        assert foreign['hosts'] == [inventory_name('db_1')]
+        for event in run.report['events']:
+            assert event['times']['verified'] and event['times']['undrained']
+        for host, steps in world.steps().items():
+            assert steps[-1][1] == 'undrain', (host, steps)

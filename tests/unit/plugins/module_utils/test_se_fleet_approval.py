@@ -1,0 +1,125 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The rules of acknowledging fleet events through ARM."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_approval import (
+    validate_selection,
+)
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_errors import (
+    InvalidParameterError,
+)
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_fleet_approval import (
+    ack_batches,
+    ack_list_path,
+    ack_path,
+    fleet_statuses,
+    fleet_wait_satisfied,
+    foreign_vms,
+    owner_of,
+    plan_fleet_approval,
+)
+
+A = 'AAAAAAAA-0000-0000-0000-000000000001'
+B = 'BBBBBBBB-0000-0000-0000-000000000002'
+C = 'CCCCCCCC-0000-0000-0000-000000000003'
+
+
+def event(event_id, resources, status='Scheduled', event_type='Reboot', source='Platform', duration=-1):
+    return {'event_id': event_id, 'resources': list(resources), 'event_status': status, 'event_type': event_type,
+            'event_source': source, 'duration_in_seconds': duration, 'arm_id': '/x/' + event_id}
+
+
+FLEET = [event(A, ['web-0', 'web-1']), event(B, ['db-0'], status='Started'), event(C, ['web-2'], status='Completed')]
+
+
+def selection(**options):
+    return validate_selection(scope='all', **options)
+
+
+def reasons(plan):
+    return dict((entry['event_id'], entry['reason']) for entry in plan.skipped)
+
+
+def test_filters_approve_scheduled_skip_started_and_finished():
+    plan = plan_fleet_approval(FLEET, selection(event_types=['Reboot']))
+    assert plan.approve_ids == [A]
+    assert reasons(plan) == {B: 'already_started', C: 'finished'}
+
+
+def test_vm_names_narrow_filters():
+    plan = plan_fleet_approval(FLEET, selection(event_types=['Reboot']), vm_names=['DB-0'])
+    assert plan.approve_ids == [] and reasons(plan) == {B: 'already_started'}
+
+
+def test_foreign_vms_are_skipped_with_filters():
+    plan = plan_fleet_approval(FLEET, selection(event_types=['Reboot']), allowed_vms=['web-0'])
+    assert plan.approve_ids == []
+    assert {'event_id': A, 'reason': 'foreign_vms', 'foreign_vms': ['web-1']} in plan.skipped
+
+
+def test_foreign_vms_fail_the_task_when_named_by_id():
+    with pytest.raises(InvalidParameterError, match='web-1'):
+        plan_fleet_approval(FLEET, selection(event_ids=[A]), allowed_vms=['web-0'])
+    assert plan_fleet_approval(FLEET, selection(event_ids=[A.lower()]), allowed_vms=['WEB-0', 'web-1']).approve_ids \
+        == [A]
+
+
+def test_missing_ids_fail_or_are_gone():
+    missing = 'DDDDDDDD-0000-0000-0000-000000000004'
+    with pytest.raises(InvalidParameterError, match='not in'):
+        plan_fleet_approval(FLEET, selection(event_ids=[missing]))
+    plan = plan_fleet_approval(FLEET, selection(event_ids=[missing], missing='ignore'))
+    assert reasons(plan) == {missing: 'gone'}
+
+
+def test_selection_must_be_for_the_whole_fleet():
+    with pytest.raises(InvalidParameterError, match='scope all'):
+        plan_fleet_approval(FLEET, validate_selection(event_types=['Reboot']))
+
+
+def test_foreign_vms_compare_without_case():
+    assert foreign_vms(event(A, ['Web-0', 'web-1']), ['web-0']) == ['web-1']
+
+
+@pytest.mark.parametrize('wait, statuses, done', [
+    ('started', {A: 'Scheduled'}, False),
+    ('started', {A: 'Started', B: 'gone'}, True),
+    ('started', {A: 'Canceled'}, True),
+    ('completed', {A: 'Started'}, False),
+    ('completed', {A: 'Completed', B: 'Canceled', C: 'gone'}, True),
+    ('none', {A: 'Scheduled'}, True),
+])
+def test_wait_goals(wait, statuses, done):
+    assert fleet_wait_satisfied(wait, statuses) is done
+
+
+def test_statuses_by_id_without_case_or_braces():
+    assert fleet_statuses(FLEET, ['{%s}' % A.lower(), 'EEEEEEEE-0000-0000-0000-000000000005']) == {
+        '{%s}' % A.lower(): 'Scheduled', 'EEEEEEEE-0000-0000-0000-000000000005': 'gone'}
+
+
+def test_ack_path():
+    assert ack_path('/subscriptions/s/x/' + A) == '/subscriptions/s/x/%s/acknowledge' % A
+
+
+def test_ack_batches_group_events_by_the_resource_owning_their_first_arm_id():
+    vm = '/subscriptions/s/resourcegroups/rg/providers/Microsoft.Compute/virtualMachines/vm0'
+    scale_set = '/subscriptions/s/resourcegroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/ss'
+
+    def event(event_id, owner):
+        return {'event_id': event_id, 'arm_id': owner + '/providers/Microsoft.Maintenance/scheduledevents/' + event_id}
+
+    batches = ack_batches([event('A', vm), event('B', scale_set), event('C', vm.upper())])
+    assert [(owner, [item['event_id'] for item in events]) for owner, events in batches] == [
+        (vm, ['A', 'C']), (scale_set, ['B'])]
+    assert ack_list_path(vm) == vm + '/providers/Microsoft.Maintenance/scheduledevents'
+    with pytest.raises(InvalidParameterError, match='not the ARM id'):
+        owner_of('/subscriptions/s/resourcegroups/rg')
