@@ -167,5 +167,5 @@ def test_while_the_vm_name_is_unknown_hooks_and_metrics_say_unknown_not_no(simul
     assert 'events_seen_total{affects_this_vm="unknown",event_status="Scheduled",event_type="Freeze"} 1' in text
     assert simulator.approvals() == []  # approval waits for the name
     simulator.clear_faults()
-    wait_until(lambda: simulator.approvals(), 15, what='approval once the name is known')
+    wait_until(simulator.approvals, 15, what='approval once the name is known')
     assert daemon.stop() == 0
