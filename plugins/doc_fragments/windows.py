@@ -20,7 +20,9 @@ attributes:
       controller.
     support: full
     details:
-      - On POSIX targets the action runs the Python module on the target, as any module.
+      - On POSIX targets the action runs the Python module on the target, as any module; on a local connection
+        (the target is the controller's own machine) it runs the module's code in the controller's worker process
+        instead, with the same HTTP client, which spares starting a Python module for every host.
       - On Windows targets (a connection whose shell is PowerShell or cmd, such as WinRM, PSRP or SSH to Windows) the
         module's own code runs on the controller and only the HTTP requests to IMDS run on the target, through
         C(ansible.windows.win_uri).
@@ -36,7 +38,7 @@ notes:
     ansible.windows), or the C(ansible) package, which includes it); the task fails with that advice without it.
   - On Windows every request is one module run over the connection, which takes longer than a request from Python on
     the VM; O(timeout) bounds the request on the target in whole seconds, and C(async) is not supported.
-  - The variable C(scheduled_events_remote_http) chooses the path by hand, V(auto) (the default), V(ansible.windows.win_uri) or
-    V(ansible.builtin.uri). V(ansible.builtin.uri) sends the requests from a POSIX target through the same code as
+  - The variable C(scheduled_events_remote_http) chooses the path by hand, V(auto) (the default), V(module) (always the
+    Python module, even on a local connection), V(ansible.windows.win_uri) or V(ansible.builtin.uri). V(ansible.builtin.uri) sends the requests from a POSIX target through the same code as
     the Windows path; it is a testing aid, as no Windows host was available to test with.
 '''

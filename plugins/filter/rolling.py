@@ -32,6 +32,8 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils
     host_status,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling_controller import (
+    APPROVING,
+    DRAINING,
     observe,
     reconcile,
 )
@@ -131,7 +133,18 @@ def rolling_reconcile(state, setup, options=None, hostvars=None, result_key=None
                     epoch, setup, _mapping(options, 'options', 'rolling_reconcile'))
     out['now'] = epoch
     out['unknown'] = observation['unknown'] if observation else []
+    out['participants'] = participants(out)
     return out
+
+
+def participants(plan):
+    """The hosts that take part in the actions of a round: those ``plan`` asks something of, and the
+    approvers of the events that may become approvable once the asked drains are done."""
+    hosts = set((plan['actions'].get('hosts') or {}).keys())
+    for record in plan['state']['events'].values():
+        if record['state'] in (DRAINING, APPROVING) and record.get('approver'):
+            hosts.add(record['approver'])
+    return sorted(hosts)
 
 
 def rolling_results(actions, hostvars, phase, fact='_rolling_step'):

@@ -23,6 +23,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolli
     _mapping,
     _plain,
     _setup,
+    participants,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling_controller import reconcile
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling_fleet import (
@@ -74,6 +75,7 @@ def rolling_fleet_reconcile(state, setup, fleet, options=None, read=None, result
         out['actions'] = without_approvals(out['actions'])
         out['now'] = epoch
         out['unknown'] = []
+        out['participants'] = participants(out)
         return out
     state = _plain(state) if state else None
     observation, warnings = fleet_observation(_plain(read), fleet.get('identities') or {}, list(setup['hosts']),
@@ -83,6 +85,7 @@ def rolling_fleet_reconcile(state, setup, fleet, options=None, read=None, result
     out['warnings'] = warnings + out['warnings']
     out['now'] = epoch
     out['unknown'] = observation['unknown']
+    out['participants'] = participants(out)
     return out
 
 

@@ -13,8 +13,15 @@ imported, not copied: its argument spec, option checks, selection, approval
 and wait logic and result keys are the module's, so an option added to the
 module is accepted here without any change.
 
+On a local connection (the target is the controller's own machine) the
+module's code runs in the controller's worker process with the core's own
+HTTP transport: the requests leave from the same machine and network as the
+module's would, without starting a Python interpreter and loading the module
+for every host and task, which is most of what a read costs.
+
 The variable ``scheduled_events_remote_http`` picks the path by hand:
-``auto`` (the default), ``ansible.windows.win_uri`` or ``ansible.builtin.uri``.
+``auto`` (the default), ``module`` (always the Python module, even on a
+local connection), ``ansible.windows.win_uri`` or ``ansible.builtin.uri``.
 The last sends the requests from a POSIX target with the same code path,
 which is how the Windows path is tested without a Windows host.
 """
@@ -37,7 +44,12 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils
 
 PATH_VARIABLE = 'scheduled_events_remote_http'
 AUTO = 'auto'
-PATH_CHOICES = (AUTO,) + HTTP_MODULES
+# The paths a request can take besides the HTTP modules.
+PYTHON_MODULE = 'module'
+IN_CONTROLLER = 'controller'
+PATH_CHOICES = (AUTO, PYTHON_MODULE) + HTTP_MODULES
+# Connection plugins whose target is the controller's own machine.
+LOCAL_CONNECTIONS = ('local', 'ansible.builtin.local')
 
 _INSTALL_HINT = {
     WIN_URI: ('install the ansible.windows collection on the controller: ansible-galaxy collection install '
@@ -46,18 +58,28 @@ _INSTALL_HINT = {
 }
 
 
-def choose_http_module(shell_family, setting):
-    """The HTTP module to send IMDS requests from the target with, or None to run the Python module.
+def choose_path(shell_family, setting, local=False, asynchronous=False):
+    """How the IMDS requests of a task travel: PYTHON_MODULE, IN_CONTROLLER or an HTTP module's name.
 
     ``shell_family`` is the connection's shell family (``sh``, ``powershell``,
     ...); ``setting`` the value of the ``scheduled_events_remote_http``
-    variable (None when unset).
+    variable (None when unset); ``local`` whether the connection's target is
+    the controller's own machine; ``asynchronous`` whether the task runs with
+    ``async`` (which only the Python module supports).
     """
     if setting is None or setting == '' or setting == AUTO:
-        return WIN_URI if shell_family == 'powershell' else None
-    if setting in HTTP_MODULES:
+        if shell_family == 'powershell':
+            return WIN_URI
+        return IN_CONTROLLER if local and not asynchronous else PYTHON_MODULE
+    if setting == PYTHON_MODULE or setting in HTTP_MODULES:
         return setting
     raise AnsibleActionFail('%s must be one of %s, got %r' % (PATH_VARIABLE, ', '.join(PATH_CHOICES), setting))
+
+
+def is_local_connection(connection):
+    """Whether ``connection`` runs its commands on the controller's own machine."""
+    names = (getattr(connection, '_load_name', None), getattr(connection, 'transport', None))
+    return any(isinstance(name, str) and name in LOCAL_CONNECTIONS for name in names)
 
 
 def validated_params(argument_spec, args, module_name):
@@ -136,8 +158,12 @@ class ScheduledEventsAction(ActionBase):
         task_vars = task_vars or {}
         try:
             setting = self._templar.template(task_vars.get(PATH_VARIABLE))
-            http_module = choose_http_module(getattr(self._connection._shell, 'SHELL_FAMILY', None), setting)
-            if http_module is None:
+            path = choose_path(getattr(self._connection._shell, 'SHELL_FAMILY', None), setting,
+                               local=is_local_connection(self._connection), asynchronous=bool(self._task.async_val))
+            if path == IN_CONTROLLER:
+                result.update(self._run_in_controller())
+                return result
+            if path == PYTHON_MODULE:
                 wrap_async = self._task.async_val and not self._connection.has_native_async
                 result.update(self._execute_module(module_name=self.MODULE, module_args=self._task.args,
                                                    task_vars=task_vars, wrap_async=wrap_async))
@@ -145,11 +171,19 @@ class ScheduledEventsAction(ActionBase):
                     self._remove_tmp_path(self._connection._shell.tmpdir)
                 return result
             try:
-                result.update(self._run_remote_http(http_module, task_vars))
+                result.update(self._run_remote_http(path, task_vars))
             finally:
                 self._remove_tmp_path(self._connection._shell.tmpdir)
         except AnsibleAction as exc:
             result.update(exc.result)
+        return result
+
+    def _run_in_controller(self):
+        """The module's code in this process, with the core's own transport (local connections only)."""
+        params = validated_params(self.module_code.module_argument_spec(), self._task.args, self.MODULE)
+        result, warnings = run_module_code(self.module_code, params, bool(self._task.check_mode), None)
+        if warnings:
+            result['warnings'] = list(result.get('warnings') or []) + warnings
         return result
 
     def _run_remote_http(self, http_module, task_vars):

@@ -6,41 +6,73 @@
 """Figures of the rolling maintenance controller at 10, 50 and 100 simulated hosts.
 
 For each fleet size N (one inventory group, local connection, no drain tasks,
-simulator on ports the kernel chooses, its clock at real speed):
+simulator on ports the kernel chooses, its clock at real speed, throttle off):
 
-1. Baseline, measured in the same run: one ad-hoc `scheduled_events_info`
-   read of all N hosts (`ansible all -m ...`), which is the floor of a round.
-2. Round time: the playbook's wall time from its first round to its report
-   divided by its rounds, with nothing to do (R idle rounds).
-3. Detection to approval for User events: a User Reboot created 5 s into a
-   run; "detected" is when the event appeared in the simulator (its
-   created_at), "approved" the simulator's log of the approval POST.
-4. Total wall time of that run (ansible-playbook start to exit), and its
-   growth per host between the sizes.
+1. Floor, measured in the same run: one ad-hoc `scheduled_events_info` read
+   of all N hosts (`ansible all -m ...`, the Python module on every host).
+2. Round time: the marginal cost of a round, (wall of a run of 1+K idle
+   rounds - wall of a run of 1 idle round) / K, from the reports' own
+   wall_seconds, and the CPU seconds of all processes per round the same way.
+   Baseline in the same run: the same rounds with every host read through
+   the Python module (`scheduled_events_remote_http=module`), which is how
+   every round read before the action read local connections in-process.
+3. Detection to approval for a User event created once the run's rounds
+   have begun (the first read of its VM): "detected" is when the event
+   appeared in the simulator (its created_at), "approved"
+   the simulator's log of the approval POST; and drained -> approved from the
+   report, against the round time (the goal: within one round).
+4. Total wall time of that run (ansible-playbook start to exit, including
+   SETTLE s with nothing pending at the end), and its growth per host
+   between the smallest and the largest size.
+
+Then the soak (--soak-rounds, default 1000): one run of that many idle rounds
+back to back over --soak-hosts hosts; every few seconds the rounds done so
+far (the simulator's count of reads of one VM) and the resident memory of the
+ansible-playbook process; prints time per round and memory over the first and
+the last tenth of the rounds.
 
 Goals (issue 11; 2-core machine, local connections): a round over 100 hosts
 under 15 s, detection to approval with no drain tasks under 20 s at 100 hosts,
-wall time growing under 0.5 s per host. Prints the figures, their method and
-whether each goal is met; fails only when it cannot measure.
+wall time growing under 0.5 s per host, User events approved within one round
+after their hosts are drained, time and memory per round flat over 1,000
+rounds. Prints the figures, their method, the load average, and whether each
+goal is met; fails only when it cannot measure.
 
 Run alone:  .venv/bin/python tests/benchmarks/bench_rolling.py [--sizes 10,50,100] [--forks 50] [--idle-rounds 4]
+            [--soak-rounds 1000] [--soak-hosts 2]
 """
 
 from __future__ import absolute_import, division, print_function
 
 import argparse
+import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'rolling'))
 
-from rolling_harness import RollingWorld, parse_iso  # noqa: E402 pylint: disable=wrong-import-position
+from rolling_harness import PLAYBOOK, RollingWorld, parse_iso  # noqa: E402 pylint: disable=wrong-import-position
 
 USER_EVENT = 'BE000000-0000-4000-8000-000000000001'
+# Long enough that a run under load does not end before its first round has seen the event.
+SETTLE = 60
+QUIET = {'ANSIBLE_STDOUT_CALLBACK': 'azure_maintenance.scheduled_events.quiet'}
+
+
+def loadavg():
+    with open('/proc/loadavg', encoding='ascii') as handle:
+        return ' '.join(handle.read().split()[:3])
+
+
+def children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def fleet(size):
@@ -52,7 +84,7 @@ def no_tasks(world):
 
 
 def baseline_read(world, forks):
-    """Seconds for one parallel read of every host, ad hoc: the floor of a round."""
+    """Seconds for one parallel read of every host through the Python module, ad hoc."""
     inventory = world.write_inventory()
     env = world.ansible_env()
     env['ANSIBLE_FORKS'] = str(forks)
@@ -60,72 +92,200 @@ def baseline_read(world, forks):
                '-m', 'azure_maintenance.scheduled_events.scheduled_events_info',
                '-a', 'endpoint={{ azure_scheduled_events_endpoint }} timeout=5 retries=1']
     started = time.time()
-    result = subprocess.run(command, env=env, cwd=world.workdir, capture_output=True, text=True, timeout=600,
+    result = subprocess.run(command, env=env, cwd=world.workdir, capture_output=True, text=True, timeout=900,
                             check=False)
     if result.returncode != 0:
         raise RuntimeError('the baseline read failed: %s' % (result.stdout + result.stderr)[-2000:])
     return time.time() - started
 
 
-def measure(size, forks, idle_rounds):
+def idle_run(world, rounds, read_path):
+    """``(wall seconds from first round to report, CPU seconds of every process)`` of ``rounds`` idle rounds."""
+    cpu = children_cpu()
+    run = world.run_playbook(timeout=1800, env=QUIET, rolling_group_settings=no_tasks(world),
+                             rolling_max_rounds=rounds, rolling_settle_seconds=10 ** 6,
+                             rolling_poll_interval_seconds=0.001, scheduled_events_remote_http=read_path)
+    if run.returncode != 0 or not run.report or run.report['run']['rounds'] != rounds:
+        raise RuntimeError('the idle run failed:\n%s' % run.output[-3000:])
+    return run.report['run']['wall_seconds'], children_cpu() - cpu
+
+
+def round_cost(world, extra_rounds, read_path):
+    """Marginal wall and CPU seconds of one idle round."""
+    one_wall, one_cpu = idle_run(world, 1, read_path)
+    many_wall, many_cpu = idle_run(world, 1 + extra_rounds, read_path)
+    return (many_wall - one_wall) / extra_rounds, (many_cpu - one_cpu) / extra_rounds
+
+
+def measure(size, forks, idle_rounds, baseline_rounds):
     figures = {'hosts': size}
     with tempfile.TemporaryDirectory(prefix='bench-rolling-') as workdir:
         with RollingWorld(workdir, fleet(size), forks=forks) as world:
             world.control.set_throttle(enabled=False)
-            figures['baseline_read'] = baseline_read(world, forks)
+            figures['floor_read'] = baseline_read(world, forks)
+            figures['round'], figures['round_cpu'] = round_cost(world, idle_rounds, 'auto')
+            figures['round_module'], figures['round_module_cpu'] = round_cost(world, baseline_rounds, 'module')
 
-            idle = world.run_playbook(timeout=1800, rolling_group_settings=no_tasks(world),
-                                      rolling_max_rounds=idle_rounds, rolling_settle_seconds=10 ** 6,
-                                      rolling_poll_interval_seconds=1)
-            if idle.returncode != 0 or not idle.report:
-                raise RuntimeError('the idle run failed:\n%s' % idle.output[-3000:])
-            figures['round'] = idle.report['run']['wall_seconds'] / max(idle.report['run']['rounds'], 1)
-            figures['idle_rounds'] = idle.report['run']['rounds']
-
-            world.start_scenario([{'at_seconds': 5, 'action': 'create_event', 'event_id': USER_EVENT,
-                                   'event_type': 'Reboot', 'resources': ['vm_1'], 'event_source': 'User',
-                                   'linger_seconds': 30}])
-            busy = world.run_playbook(timeout=1800, rolling_group_settings=no_tasks(world),
-                                      rolling_settle_seconds=3, rolling_poll_interval_seconds=1)
-            if busy.returncode != 0 or not busy.report:
-                raise RuntimeError('the run with a User event failed:\n%s' % busy.output[-3000:])
+            # The event appears once the rounds have begun (the first read of its VM), so that detection to
+            # approval measures the rounds, not the playbook's start.
+            mark = max([0] + [entry['seq'] for entry in world.control.log(vm='vm_1')])
+            runs = []
+            player = threading.Thread(target=lambda: runs.append(world.run_playbook(
+                timeout=1800, env=QUIET, rolling_group_settings=no_tasks(world), rolling_settle_seconds=SETTLE,
+                rolling_poll_interval_seconds=1)))
+            player.start()
+            try:
+                world.control.wait_for(lambda control: any(
+                    entry['path'].startswith('/metadata/scheduledevents') for entry in control.log(since=mark, vm='vm_1')),
+                    timeout=900, interval=0.5)
+                world.control.create_event(event_id=USER_EVENT, event_type='Reboot', resources=['vm_1'],
+                                           event_source='User', linger_seconds=30)
+            finally:
+                player.join(1900)
+            busy = runs[0] if runs else None
+            if busy is None or busy.returncode != 0 or not busy.report:
+                raise RuntimeError('the run with a User event failed:\n%s' % (busy.output[-3000:] if busy else ''))
             created = parse_iso(world.control.event(USER_EVENT)['created_at'])
             approved = [at for at, _vm, ids in world.approvals() if USER_EVENT.lower() in ids]
             figures['detection_to_approval'] = approved[0] - created if approved else None
+            times = busy.event(USER_EVENT)['times']
+            figures['drained_to_approved'] = (parse_iso(times['approved']) - parse_iso(times['drained'])
+                                              if times.get('approved') and times.get('drained') else None)
             figures['wall'] = busy.seconds
             figures['rounds'] = busy.report['run']['rounds']
     return figures
+
+
+def rss_kib(pid):
+    try:
+        with open('/proc/%d/status' % pid, encoding='ascii') as handle:
+            for line in handle:
+                if line.startswith('VmRSS:'):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def soak(rounds, hosts, forks):
+    """``[(seconds since start, rounds done, RSS KiB of ansible-playbook)]`` over ``rounds`` idle rounds."""
+    samples = []
+    with tempfile.TemporaryDirectory(prefix='bench-rolling-soak-') as workdir:
+        with RollingWorld(workdir, fleet(hosts), forks=forks) as world:
+            world.control.set_throttle(enabled=False)
+            inventory = world.write_inventory()
+            extra = world.extra_vars(rolling_group_settings=no_tasks(world), rolling_max_rounds=rounds,
+                                     rolling_settle_seconds=10 ** 7, rolling_time_budget_seconds=10 ** 7,
+                                     rolling_poll_interval_seconds=0.001)
+            extra_path = os.path.join(workdir, 'soak_vars.json')
+            with open(extra_path, 'w', encoding='utf-8') as handle:
+                json.dump(extra, handle)
+            env = world.ansible_env()
+            env.update(QUIET)
+            command = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', inventory, PLAYBOOK,
+                       '-e', '@' + extra_path]
+            with open(os.path.join(workdir, 'soak.log'), 'w', encoding='utf-8') as log:
+                process = subprocess.Popen(command, env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
+                                           stdin=subprocess.DEVNULL)
+                started, seen, done = time.time(), 0, 0
+                deadline = started + 4 * 3600
+                try:
+                    while process.poll() is None and time.time() < deadline:
+                        time.sleep(2)
+                        entries = world.control.log(since=seen, vm='vm_0')
+                        seen = max([seen] + [entry['seq'] for entry in entries])
+                        done += sum(1 for entry in entries if entry['method'] == 'GET'
+                                    and entry['path'].startswith('/metadata/scheduledevents'))
+                        samples.append((time.time() - started, done, rss_kib(process.pid)))
+                finally:
+                    if process.poll() is None:
+                        process.kill()
+                    process.wait(30)
+            if process.returncode != 0:
+                with open(os.path.join(workdir, 'soak.log'), encoding='utf-8') as handle:
+                    raise RuntimeError('the soak run failed:\n%s' % handle.read()[-3000:])
+    return samples
+
+
+def soak_figures(samples, rounds):
+    """Seconds per round and RSS (MiB) over the first and the last tenth of the rounds."""
+    tenth = max(rounds // 10, 1)
+    usable = [sample for sample in samples if sample[2] is not None]
+
+    def window(low, high):
+        inside = [sample for sample in usable if low <= sample[1] <= high]
+        if len(inside) < 2 or inside[-1][1] == inside[0][1]:
+            return None, None
+        per_round = (inside[-1][0] - inside[0][0]) / (inside[-1][1] - inside[0][1])
+        return per_round, max(sample[2] for sample in inside) / 1024.0
+
+    return window(0, tenth), window(rounds - 2 * tenth, rounds)
+
+
+def print_goals(results):
+    biggest = results[-1]
+    if len(results) > 1:
+        slope = (results[-1]['wall'] - results[0]['wall']) / float(results[-1]['hosts'] - results[0]['hosts'])
+        print('wall growth: %.3f s per host (goal < 0.5): %s' % (slope, 'met' if slope < 0.5 else 'NOT met'))
+    print('round at %d hosts: %.1f s (goal < 15 s at 100): %s' % (
+        biggest['hosts'], biggest['round'], 'met' if biggest['round'] < 15 else 'NOT met'))
+    d2a = biggest['detection_to_approval']
+    print('detection->approval at %d hosts: %s (goal < 20 s at 100): %s' % (
+        biggest['hosts'], seconds(d2a), 'met' if d2a is not None and d2a < 20 else 'NOT met'))
+    late = [figures['hosts'] for figures in results if figures['drained_to_approved'] is None
+            or figures['drained_to_approved'] > max(figures['round'], 1.0)]
+    print('User event approved within one round of its drain: %s' % (
+        'met at every size' if not late else 'NOT met at %s hosts' % ', '.join(map(str, late))))
+
+
+def seconds(value):
+    return '%.1f s' % value if value is not None else 'never'
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('--sizes', default='10,50,100')
     parser.add_argument('--forks', type=int, default=50)
-    parser.add_argument('--idle-rounds', type=int, default=4)
+    parser.add_argument('--idle-rounds', type=int, default=4, help='K: extra idle rounds measured per size')
+    parser.add_argument('--baseline-rounds', type=int, default=2, help='K for the Python-module baseline')
+    parser.add_argument('--soak-rounds', type=int, default=1000, help='0 to skip the soak')
+    parser.add_argument('--soak-hosts', type=int, default=2)
     args = parser.parse_args()
-    sizes = [int(value) for value in args.sizes.split(',')]
+    sizes = [int(value) for value in args.sizes.split(',') if value.strip()]
     print('Method: per size, a simulator (speed 1, throttle off) and a local-connection inventory; forks %d; '
-          'load average at start %.1f' % (args.forks, os.getloadavg()[0]))
+          'no drain tasks; quiet callback. Round = marginal wall (and CPU of every process) of one idle round, '
+          'from runs of 1 and 1+%d rounds; baseline: the same with every host read through the Python module '
+          '(scheduled_events_remote_http=module, 1 and 1+%d rounds); floor: one ad-hoc module read of every host. '
+          'detection->approval: simulator created_at (event created once the rounds began) to the approval POST.'
+          % (args.forks, args.idle_rounds, args.baseline_rounds))
+    print('load average at start: %s' % loadavg())
     results = []
     for size in sizes:
-        figures = measure(size, args.forks, args.idle_rounds)
+        figures = measure(size, args.forks, args.idle_rounds, args.baseline_rounds)
         results.append(figures)
-        d2a = figures['detection_to_approval']
-        print('%4d hosts: baseline read %.1f s | round %.1f s (%d idle rounds) | User event detection->approval %s '
-              '| wall %.1f s (%d rounds)' % (size, figures['baseline_read'], figures['round'], figures['idle_rounds'],
-                                             '%.1f s' % d2a if d2a is not None else 'never', figures['wall'],
-                                             figures['rounds']))
-    print('load average at end %.1f' % os.getloadavg()[0])
-    biggest = results[-1]
-    if len(results) > 1:
-        slope = (results[-1]['wall'] - results[0]['wall']) / float(results[-1]['hosts'] - results[0]['hosts'])
-        print('wall growth: %.3f s per host (goal < 0.5)' % slope)
-    print('round at %d hosts: %.1f s (goal < 15 s at 100): %s' % (
-        biggest['hosts'], biggest['round'], 'met' if biggest['round'] < 15 else 'NOT met'))
-    d2a = biggest['detection_to_approval']
-    print('detection->approval at %d hosts: %s (goal < 20 s at 100): %s' % (
-        biggest['hosts'], '%.1f s' % d2a if d2a is not None else 'never', 'met' if d2a is not None and d2a < 20
-        else 'NOT met'))
+        print('%4d hosts: round %.1f s (CPU %.1f s) | baseline round, module read %.1f s (CPU %.1f s) | floor read '
+              '%.1f s | User event detection->approval %s, drained->approved %s | wall %.1f s (%d rounds) | load %s'
+              % (size, figures['round'], figures['round_cpu'], figures['round_module'], figures['round_module_cpu'],
+                 figures['floor_read'], seconds(figures['detection_to_approval']),
+                 seconds(figures['drained_to_approved']), figures['wall'], figures['rounds'], loadavg()))
+        sys.stdout.flush()
+    if results:
+        print_goals(results)
+    if args.soak_rounds:
+        print('soak: %d idle rounds back to back over %d hosts (load %s)' % (args.soak_rounds, args.soak_hosts,
+                                                                         loadavg()))
+        sys.stdout.flush()
+        samples = soak(args.soak_rounds, args.soak_hosts, args.forks)
+        (first_round, first_rss), (last_round, last_rss) = soak_figures(samples, args.soak_rounds)
+        if first_round is None or last_round is None:
+            raise RuntimeError('the soak gave too few samples: %r' % samples[-5:])
+        print('soak: first tenth %.2f s/round, max RSS %.0f MiB | last tenth %.2f s/round, max RSS %.0f MiB | '
+              '%d rounds in %.0f s | load %s' % (first_round, first_rss, last_round, last_rss, samples[-1][1],
+                                                 samples[-1][0], loadavg()))
+        flat = last_round < 1.5 * first_round and last_rss < 1.25 * first_rss
+        print('time and memory per round flat over %d rounds (last tenth within 1.5x time, 1.25x memory of the '
+              'first): %s' % (args.soak_rounds, 'met' if flat else 'NOT met'))
+    print('load average at end: %s' % loadavg())
     return 0
 
 

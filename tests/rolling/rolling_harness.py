@@ -286,8 +286,11 @@ class RollingWorld:
             env.pop(name, None)
         return env
 
-    def run_playbook(self, extra_args=(), timeout=600, echo=False, **overrides):
-        """Run the playbook to its end (bounded by ``timeout`` seconds); return a PlaybookRun."""
+    def run_playbook(self, extra_args=(), timeout=600, echo=False, env=None, **overrides):
+        """Run the playbook to its end (bounded by ``timeout`` seconds); return a PlaybookRun.
+
+        ``env``: environment variables to set (a value of None removes one) for this run.
+        """
         self.runs += 1
         inventory = self.write_inventory()
         extra_path = os.path.join(self.workdir, 'extra_vars_%d.json' % self.runs)
@@ -298,7 +301,13 @@ class RollingWorld:
                    '-e', '@' + extra_path] + list(extra_args)
         started = time.time()
         log_path = os.path.join(self.workdir, 'playbook_%d.log' % self.runs)
-        returncode = run_streaming(command, self.ansible_env(), self.workdir, log_path, timeout=timeout, echo=echo)
+        run_env = self.ansible_env()
+        for name, value in (env or {}).items():
+            if value is None:
+                run_env.pop(name, None)
+            else:
+                run_env[name] = value
+        returncode = run_streaming(command, run_env, self.workdir, log_path, timeout=timeout, echo=echo)
         with open(log_path, encoding='utf-8') as handle:
             lines = handle.readlines()
         finished = time.time()

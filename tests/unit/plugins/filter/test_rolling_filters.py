@@ -90,6 +90,26 @@ def test_approval_time_is_when_the_post_was_answered():
     assert record['times']['approved'] == 102.5
 
 
+def test_participants_are_the_hosts_asked_and_the_approvers_of_events_being_drained():
+    setup_ = rolling_setup(['web'], INVENTORY, ['h0', 'h1'], group_settings={'web': {'max_unavailable': 2}})
+    options = {'drain_lead_seconds': 10 ** 9}
+    quiet = {'h0': {'info': info('vm_0')}, 'h1': {'info': info('vm_1')}}
+    idle = rolling_reconcile(None, setup_, options, hostvars=quiet, result_key='info', answering=['h0', 'h1'], now=100)
+    assert idle['participants'] == []
+    # h1 is still out (drained for an earlier event) when an event led by its VM names h0 too: only h0 is
+    # asked to drain, and h1, the approver, takes part in the round to approve it once h0 is drained.
+    state = idle['state']
+    state['hosts']['h1'] = {'drained': True, 'deleted': False, 'error': None, 'drain_started': 90.0}
+    event = dict(EVENT, resources=['vm_1', 'vm_0'])
+    hostvars = {'h0': {'info': info('vm_0', [event])}, 'h1': {'info': info('vm_1', [event])}}
+    plan = rolling_reconcile(state, setup_, options, hostvars=hostvars, result_key='info', answering=['h0', 'h1'],
+                             now=101)
+    assert sorted(plan['actions']['hosts']) == ['h0']
+    assert plan['participants'] == ['h0', 'h1']
+    released = rolling_reconcile(plan['state'], setup_, options, results={'drain': {'h0': ''}}, now=102)
+    assert released['actions']['approve'] == {'h1': [EVENT['event_id']]}
+
+
 def test_bad_input_says_what_is_expected():
     with pytest.raises(AnsibleFilterError, match='result of the rolling_setup filter'):
         rolling_reconcile(None, {'problems': []})

@@ -45,7 +45,8 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils
     response_from_result,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._scheduled_events_action import (
-    choose_http_module,
+    choose_path,
+    is_local_connection,
     target_host_name,
     validated_params,
 )
@@ -491,21 +492,42 @@ class TestModulesOnTheRemotePath(object):
 
 class TestActionHelpers(object):
 
-    @pytest.mark.parametrize('shell_family, setting, expected', [
-        ('powershell', None, WIN_URI),
-        ('powershell', 'auto', WIN_URI),
-        ('sh', None, None),
-        ('sh', '', None),
-        ('sh', URI, URI),
-        ('sh', WIN_URI, WIN_URI),
-        ('powershell', URI, URI),
+    @pytest.mark.parametrize('shell_family, setting, local, asynchronous, expected', [
+        ('powershell', None, False, False, WIN_URI),
+        ('powershell', 'auto', False, False, WIN_URI),
+        ('sh', None, False, False, 'module'),
+        ('sh', '', False, False, 'module'),
+        ('sh', URI, False, False, URI),
+        ('sh', WIN_URI, False, False, WIN_URI),
+        ('powershell', URI, False, False, URI),
+        # The target is the controller's machine: no module to start.
+        ('sh', None, True, False, 'controller'),
+        ('sh', 'auto', True, False, 'controller'),
+        # async needs the module; so does asking for it.
+        ('sh', None, True, True, 'module'),
+        ('sh', 'module', True, False, 'module'),
+        ('sh', URI, True, False, URI),
     ])
-    def test_choose_http_module(self, shell_family, setting, expected):
-        assert choose_http_module(shell_family, setting) == expected
+    def test_choose_path(self, shell_family, setting, local, asynchronous, expected):
+        assert choose_path(shell_family, setting, local=local, asynchronous=asynchronous) == expected
 
-    def test_choose_http_module_refuses_unknown_values(self):
+    def test_choose_path_refuses_unknown_values(self):
+        with pytest.raises(AnsibleActionFail, match='scheduled_events_remote_http must be one of auto, module, '):
+            choose_path('sh', 'curl')
+        # Reading from the controller is never a choice: IMDS is link-local to each VM.
         with pytest.raises(AnsibleActionFail, match='scheduled_events_remote_http must be one of'):
-            choose_http_module('sh', 'curl')
+            choose_path('sh', 'controller', local=True)
+
+    @pytest.mark.parametrize('load_name, transport, expected', [
+        ('ansible.builtin.local', 'local', True),
+        ('local', None, True),
+        (None, 'local', True),
+        ('ansible.builtin.ssh', 'ssh', False),
+        ('ansible.builtin.paramiko_ssh', 'paramiko', False),
+    ])
+    def test_is_local_connection(self, load_name, transport, expected):
+        connection = type('Connection', (object,), {'_load_name': load_name, 'transport': transport})()
+        assert is_local_connection(connection) is expected
 
     def test_params_are_checked_against_the_module_spec(self):
         with pytest.raises(AnsibleActionFail, match='bogus'):
@@ -532,17 +554,60 @@ class TestActionHelpers(object):
         assert target_host_name(task_vars) == expected
 
 
+LOCAL_EVENT_ID = 'F1000000-0000-4000-8000-00000000000A'
+
+
+@pytest.fixture
+def imds_server():
+    """A one-document IMDS on a port the kernel chooses, recording ``(path, headers)`` of each request."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (the http.server name)
+            self.server.requests.append((self.path, dict(self.headers)))
+            status = self.server.status
+            body = json.dumps({'DocumentIncarnation': 5, 'Events': [{
+                'EventId': LOCAL_EVENT_ID, 'EventStatus': 'Scheduled', 'EventType': 'Freeze',
+                'ResourceType': 'VirtualMachine', 'Resources': ['WestNO_0'], 'NotBefore': '',
+                'EventSource': 'Platform', 'DurationInSeconds': 5}]} if status == 200
+                else {'error': 'Not found'}).encode('utf-8')
+            self.send_response(status)
+            self.send_header('Content-Type', 'application/json')
+            self.send_header('Content-Length', str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(('127.0.0.1', 0), Handler)
+    server.requests = []
+    server.status = 200
+    server.endpoint = 'http://127.0.0.1:%d/metadata/scheduledevents' % server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 class TestActionPlugin(object):
     """The action plugin's run(), with Ansible's task and connection replaced by stand-ins."""
 
-    def make_action(self, clock, shell_family='powershell', check_mode=False, installed=True, **args):
+    def make_action(self, clock, shell_family='powershell', check_mode=False, installed=True, endpoint=ENDPOINT,
+                    local=False, async_val=0, **args):
         from unittest import mock
 
         from ansible_collections.azure_maintenance.scheduled_events.plugins.action import scheduled_events_info as info_action
 
-        task = mock.MagicMock(args=dict(args, endpoint=ENDPOINT), check_mode=check_mode, async_val=0, collections=[],
-                              diff=False, no_log=False)
+        task = mock.MagicMock(args=dict(args, endpoint=endpoint), check_mode=check_mode, async_val=async_val,
+                              collections=[], diff=False, no_log=False)
         connection = mock.MagicMock()
+        connection._load_name = 'ansible.builtin.local' if local else 'ansible.builtin.ssh'
+        connection.has_native_async = False
         connection._shell.SHELL_FAMILY = shell_family
         connection._shell.tmpdir = None
         loader_obj = mock.MagicMock()
@@ -570,6 +635,35 @@ class TestActionPlugin(object):
         result = action.run(task_vars={})
         assert result['from'] == 'python module'
         assert calls == ['azure_maintenance.scheduled_events.scheduled_events_info']
+
+    def test_local_connections_read_in_the_controller(self, clock, imds_server):
+        action, target, calls = self.make_action(clock, shell_family='sh', local=True, endpoint=imds_server.endpoint,
+                                                 resource_name='WestNO_0')
+        result = action.run(task_vars={})
+        # No module was started: the worker itself asked IMDS, with the core's headers.
+        assert calls == []
+        assert not result.get('failed'), result
+        assert result['document_incarnation'] == 5
+        assert [event['event_id'] for event in result['events']] == [LOCAL_EVENT_ID]
+        assert imds_server.requests and all(headers.get('Metadata') == 'true' for _path, headers in imds_server.requests)
+
+    def test_local_connections_can_still_run_the_module(self, clock, imds_server):
+        for extra in ({'async_val': 30}, {}):
+            action, target, calls = self.make_action(clock, shell_family='sh', local=True,
+                                                     endpoint=imds_server.endpoint, **extra)
+            task_vars = {} if extra else {'scheduled_events_remote_http': 'module'}
+            assert action.run(task_vars=task_vars)['from'] == 'python module'
+            assert calls == ['azure_maintenance.scheduled_events.scheduled_events_info']
+        assert imds_server.requests == []
+
+    def test_local_read_failures_are_the_modules_failures(self, clock, imds_server):
+        imds_server.status = 404
+        action, target, calls = self.make_action(clock, shell_family='sh', local=True, endpoint=imds_server.endpoint,
+                                                 resource_name='WestNO_0', retries=0)
+        result = action.run(task_vars={})
+        assert result['failed'] is True
+        assert 'HTTP 404' in result['msg']
+        assert calls == []
 
     def test_powershell_targets_read_through_win_uri(self, clock):
         action, target, calls = self.make_action(clock, resource_name='WestNO_0')
