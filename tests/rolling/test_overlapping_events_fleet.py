@@ -12,16 +12,14 @@ Run: .venv/bin/python -m pytest tests/rolling/test_overlapping_events_fleet.py -
 
 import os
 import sys
-import threading
-import time
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
 from fleet_rolling_harness import FleetRollingWorld  # noqa: E402
-from rolling_harness import inventory_name  # noqa: E402
-from test_overlapping_events import approvals_per_event, assert_safe, create  # noqa: E402
+from rolling_harness import create_step as create, inventory_name  # noqa: E402
+from test_overlapping_events import assert_safe  # noqa: E402
 
 pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='needs the simulator and ansible-playbook locally')
 
@@ -44,24 +42,12 @@ def test_four_events_at_once_over_the_fleet_plane(tmp_path):
             create(USER_REDEPLOY_DB0, 'Redeploy', ['db_0'], event_source='User', **short),
             create(FREEZE_DB1_AND_OUTSIDER, 'Freeze', ['db_1', 'partner_0'], **short),
         ])
-        runs = []
-        player = threading.Thread(target=lambda: runs.append(world.run_playbook(timeout=1500)))
-        player.start()
-        approvable = set(event_id.lower() for event_id in (FREEZE_WEB_UD0, REBOOT_WEB_UD1, USER_REDEPLOY_DB0))
-        deadline = time.monotonic() + 1400
-        while player.is_alive() and time.monotonic() < deadline:
-            drained = [step for _at, step in world.steps().get(inventory_name('db_1'), [])] == ['drain']
-            if drained and approvable <= set(approvals_per_event(world)):
-                # What 15 minutes of notice would do to the event nobody may approve.
-                world.control.advance_clock(900)
-                break
-            time.sleep(1)
-        player.join(1500)
-        run = runs[0]
+        run = world.run_playbook_passing_notice((FREEZE_WEB_UD0, REBOOT_WEB_UD1, USER_REDEPLOY_DB0),
+                                                inventory_name('db_1'))
         assert_safe(world, run)
         assert run.returncode == 0, run.output[-3000:]
         assert world.imds_requests() == {}
-        counts = approvals_per_event(world)
+        counts = world.approvals_per_event()
         for event_id in (FREEZE_WEB_UD0, REBOOT_WEB_UD1, USER_REDEPLOY_DB0):
             assert counts.get(event_id.lower()) == 1, counts
             assert run.event(event_id)['outcome'] == 'approved'
