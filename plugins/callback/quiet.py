@@ -14,7 +14,7 @@ short_description: One line per message, per-host results only when something fa
 version_added: 0.1.0
 author: azure_maintenance.scheduled_events contributors
 description:
-  - A screen output for long runs over many hosts, such as P(azure_maintenance.scheduled_events.rolling_maintenance#playbook),
+  - A screen output for long runs over many hosts, such as C(azure_maintenance.scheduled_events.rolling_maintenance),
     whose own messages say what happened to each event at each step.
   - Without C(-v), the lines of C(debug) tasks are printed as they are, one line each, without a task banner; results
     that are C(ok), C(changed) or C(skipped), failures the play ignores (C(ignore_errors)), C(included) lines and
