@@ -12,13 +12,15 @@ name: quiet
 type: stdout
 short_description: One line per message, per-host results only when something fails
 version_added: 0.1.0
-author: azure_maintenance.scheduled_events contributors
+author:
+  - azure_maintenance.scheduled_events contributors (!UNKNOWN)
 description:
   - A screen output for long runs over many hosts, such as C(azure_maintenance.scheduled_events.rolling_maintenance),
     whose own messages say what happened to each event at each step.
   - Without C(-v), the lines of C(debug) tasks are printed as they are, one line each, without a task banner; results
     that are C(ok), C(changed) or C(skipped), failures the play ignores (C(ignore_errors)), C(included) lines and
-    C(FAILED - RETRYING) lines are not printed; other failed and unreachable results are printed in full under their task banner, as by the default output; the recap lists
+    C(FAILED - RETRYING) lines are not printed; other failed and unreachable results are printed in full under
+    their task banner, as by the default output; the recap lists
     only the hosts that failed, were unreachable, or had a failure rescued or ignored, then one line for all hosts.
   - With C(-v) or more, the output is exactly that of the default callback.
   - Enable it with C(ANSIBLE_STDOUT_CALLBACK=azure_maintenance.scheduled_events.quiet), or with

@@ -39,6 +39,7 @@ notes:
   - On Windows every request is one module run over the connection, which takes longer than a request from Python on
     the VM; O(timeout) bounds the request on the target in whole seconds, and C(async) is not supported.
   - The variable C(scheduled_events_remote_http) chooses the path by hand, V(auto) (the default), V(module) (always the
-    Python module, even on a local connection), V(ansible.windows.win_uri) or V(ansible.builtin.uri). V(ansible.builtin.uri) sends the requests from a POSIX target through the same code as
-    the Windows path; it is a testing aid, as no Windows host was available to test with.
+    Python module, even on a local connection), V(ansible.windows.win_uri) or V(ansible.builtin.uri).
+    V(ansible.builtin.uri) sends the requests from a POSIX target through the same code as the Windows path; it is a
+    testing aid, as no Windows host was available to test with.
 '''

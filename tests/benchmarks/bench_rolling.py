@@ -272,8 +272,8 @@ def main():
     if results:
         print_goals(results)
     if args.soak_rounds:
-        print('soak: %d idle rounds back to back over %d hosts (load %s)' % (args.soak_rounds, args.soak_hosts,
-                                                                         loadavg()))
+        print('soak: %d idle rounds back to back over %d hosts (load %s)'
+              % (args.soak_rounds, args.soak_hosts, loadavg()))
         sys.stdout.flush()
         samples = soak(args.soak_rounds, args.soak_hosts, args.forks)
         (first_round, first_rss), (last_round, last_rss) = soak_figures(samples, args.soak_rounds)

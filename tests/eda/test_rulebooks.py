@@ -12,6 +12,9 @@ import yaml
 from eda_collection import COLLECTION_ROOT
 
 RULEBOOKS = sorted(glob.glob(os.path.join(COLLECTION_ROOT, 'extensions', 'eda', 'rulebooks', '*.yml')))
+# The rulebooks of the IMDS source; fleet_eventgrid.yml listens to Event Grid
+# instead (tests/eda/test_eventgrid_source.py covers it).
+IMDS_RULEBOOKS = [path for path in RULEBOOKS if os.path.basename(path) != 'fleet_eventgrid.yml']
 SOURCE = 'azure_maintenance.scheduled_events.scheduled_events'
 APPROVE_PLAYBOOK = 'extensions/eda/playbooks/approve_event.yml'
 
@@ -25,9 +28,9 @@ def rules_of(path):
     return [rule for ruleset in load(path) for rule in ruleset['rules']]
 
 
-def test_the_three_rulebooks_are_shipped():
-    assert [os.path.basename(path) for path in RULEBOOKS] == ['approve_user_events.yml', 'log_changes.yml',
-                                                              'maintenance.yml']
+def test_the_four_rulebooks_are_shipped():
+    assert [os.path.basename(path) for path in RULEBOOKS] == ['approve_user_events.yml', 'fleet_eventgrid.yml',
+                                                              'log_changes.yml', 'maintenance.yml']
 
 
 @pytest.mark.parametrize('path', RULEBOOKS, ids=os.path.basename)
@@ -40,7 +43,7 @@ def test_rulebook_matches_ansible_rulebooks_schema(path):
     jsonschema.validate(load(path), schema)
 
 
-@pytest.mark.parametrize('path', RULEBOOKS, ids=os.path.basename)
+@pytest.mark.parametrize('path', IMDS_RULEBOOKS, ids=os.path.basename)
 def test_rulebook_watches_this_collections_source_and_logs_every_change(path):
     for ruleset in load(path):
         assert [list(source)[-1] for source in ruleset['sources'] if SOURCE in source] == [SOURCE]

@@ -111,7 +111,7 @@ def test_ansible_builder_context_holds_the_collection(built_tarball, tmp_path):
     assert 'introspect' in containerfile
 
 
-def test_introspection_of_the_installed_collection_finds_jmespath(built_tarball, tmp_path):
+def test_introspection_of_the_installed_collection_finds_its_requirements(built_tarball, tmp_path):
     collections = tmp_path / 'collections'
     run([tool('ansible-galaxy'), 'collection', 'install', '--offline', '--force', '-p', str(collections), built_tarball],
         str(tmp_path))
@@ -120,6 +120,7 @@ def test_introspection_of_the_installed_collection_finds_jmespath(built_tarball,
                  str(tmp_path))
     introspected = yaml.safe_load(output.split('\n', 1)[1])
     ours = [line for line in introspected['python'] if 'from collection %s' % COLLECTION in line]
-    assert [line.split('#')[0].strip() for line in ours] == ['jmespath>=1.0']
+    # The lookup's JMESPath and the fleet plane's Azure credentials, nothing else.
+    assert [line.split('#')[0].strip() for line in ours] == ['jmespath>=1.0', 'azure-identity>=1.12']
     assert introspected['system'] == []
     assert 'jmespath' in requirements_file.read_text(encoding='utf-8')

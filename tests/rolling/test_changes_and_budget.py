@@ -83,8 +83,10 @@ def test_an_event_azure_changes_while_it_waits_drains_the_hosts_it_gains(tmp_pat
         assert step_names(world, 'web_2') == [] and step_names(world, 'web_3') == []
 
 
-@pytest.mark.parametrize('choice, returncode, outcome', [('fail', 'non-zero', 'will_start_undrained'),
-                                                          ('leave', 0, 'left_undrained')])
+@pytest.mark.parametrize('choice, returncode, outcome', [
+    ('fail', 'non-zero', 'will_start_undrained'),
+    ('leave', 0, 'left_undrained'),
+])
 def test_an_event_that_can_never_fit_is_reported_at_once(tmp_path, choice, returncode, outcome):
     """A Reboot naming both db hosts with max_unavailable 1 can never be drained within the budget: the run
     says so every round, drains nothing, approves nothing, and fails unless the user chose to leave it."""

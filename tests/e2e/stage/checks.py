@@ -88,8 +88,8 @@ def summary_mismatches(report, approvals, world_events):
     approved_in_simulator = set(event_id.lower() for entry in approvals for event_id in entry['event_ids'])
     approved_in_report = set(event_id.lower() for event_id in report['run']['approved'])
     if approved_in_simulator != approved_in_report:
-        mismatches.append('approved: simulator %s, report %s' % (sorted(approved_in_simulator),
-                                                                  sorted(approved_in_report)))
+        mismatches.append('approved: simulator %s, report %s'
+                          % (sorted(approved_in_simulator), sorted(approved_in_report)))
     for event in report['events']:
         world = dict((key.lower(), value) for key, value in world_events.items()).get(event['event_id'].lower())
         if world is None:
