@@ -9,7 +9,7 @@ HTTP module (``scheduled_events_remote_http: ansible.builtin.uri`` forces
 ``ansible.builtin.uri`` where a PowerShell target would get
 ``ansible.windows.win_uri``), and the group verifies with the shipped
 ``windows_http_health_check.yml``. The other group runs the Python modules on
-the target. Both groups share one availability set, as Linux and Windows VMs
+the target (``scheduled_events_remote_http: module``, as over SSH). Both groups share one availability set, as Linux and Windows VMs
 may, so each sees the other's events, and one event names a VM of each.
 
 Checked: the invariants of tests/rolling (rolling_harness.invariant_problems),
@@ -98,6 +98,11 @@ def mixed_groups(health_url, remote_http_group='windows'):
                     'settings': {'verify_tasks': os.path.join(FILES, 'record_verify_windows.yml')}},
     }
     groups[remote_http_group].setdefault('host_vars', {})['scheduled_events_remote_http'] = 'ansible.builtin.uri'
+    # The other group runs the Python modules on the target, as over SSH: on
+    # a local connection (every host here) the action plugins would otherwise
+    # run the module's code in the controller's worker, with no module to see.
+    other = [name for name in groups if name != remote_http_group][0]
+    groups[other].setdefault('host_vars', {})['scheduled_events_remote_http'] = 'module'
     return groups
 
 
