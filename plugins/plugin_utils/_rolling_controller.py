@@ -223,7 +223,6 @@ class _Round(object):
         self._holders = None    # host -> events holding it; None when it must be built again
         self._out_hosts = {}    # group -> hosts out, valid as long as _holders is
         self._known_names = None    # lower-cased VM names of the run's hosts, built once per observation
-        self._hosts_by_name = None  # lower-cased VM name -> hosts, built once per observation
 
     # -- hosts -------------------------------------------------------------
 
@@ -329,7 +328,6 @@ class _Round(object):
         names.update((host, name) for host, name in (self.observation.get('resource_names') or {}).items()
                      if host in self.host_group and name)
         self._known_names = None
-        self._hosts_by_name = None
         # A host that has not answered once this run may have events nobody
         # has seen: the run cannot say "nothing pending" until it has (a round
         # in which every read timed out on a busy machine saw nothing at all).
@@ -369,17 +367,12 @@ class _Round(object):
 
     def hosts_of(self, event):
         """The managed hosts whose VM is in the event's Resources, in Resources order."""
-        if self._hosts_by_name is None:
-            # Azure names ignore case (same_resource): one index per observation.
-            self._hosts_by_name = {}
-            names = self.state.get('resource_names') or {}
-            for host in sorted(names):
-                if names[host]:
-                    self._hosts_by_name.setdefault(str(names[host]).lower(), []).append(host)
+        names = self.state.get('resource_names') or {}
+        ordered = sorted(names)
         hosts = []
         for resource in event.get('resources') or []:
-            for host in self._hosts_by_name.get(str(resource).lower(), []) if resource is not None else []:
-                if host not in hosts:
+            for host in ordered:
+                if same_resource(names[host], resource) and host not in hosts:
                     hosts.append(host)
         return hosts
 
