@@ -40,6 +40,12 @@ RESTARTING_TYPES = ('Reboot', 'Redeploy')
 # The VM is deleted: nothing comes back to verify or return to service.
 DELETING_TYPES = ('Preempt', 'Terminate')
 
+# A Reboot or Redeploy announces no duration (DurationInSeconds -1): a host
+# that answers right after the event turned Started may not have gone down
+# yet, so its impact counts as over only this long after the start (or when
+# the event left the document). A Freeze with a duration waits that instead.
+UNKNOWN_DURATION_IMPACT_SECONDS = 60.0
+
 # Drain this long before NotBefore when nothing has been measured yet.
 DEFAULT_DRAIN_LEAD_SECONDS = 120.0
 # Measured drains are stretched by this factor plus this margin, so that a
@@ -138,7 +144,8 @@ CONDITIONS = {
     'approval_failed': 'the approval POST failed; tried again next round',
     'approval_given_up': 'the approval POST failed three times; Azure starts it at NotBefore',
     'deleted': 'a Preempt or Terminate started: the VM is gone, nothing to verify',
-    'impact_over': 'every host answered again after the announced duration, or the event left the document',
+    'impact_over': 'every host answered again after the announced duration (60 s for a Reboot or Redeploy, which '
+                   'announce none), or the event left the document',
     'verify_failed': 'a verify task failed: the host stays drained',
     'verified': 'every host passed its verify tasks',
     'undrained': 'every host no other event holds is back in service',
@@ -406,7 +413,14 @@ class _Round(object):
         if event.get('not_before'):
             record['not_before'] = event.get('not_before')
         record['seen_by'] = sorted(set(record['seen_by']) | set(event.get('seen_by') or []))
-        record['hosts'] = hosts
+        if hosts or first:
+            record['hosts'] = hosts
+        elif record['hosts']:
+            # Seen without any of its hosts in Resources (a reading that
+            # names none of them): an event never drops every host it holds
+            # this way, and an empty list would make "every host verified"
+            # and "every host back" true with nothing done.
+            self.warn(record, 'seen naming none of its hosts (%s); kept them' % ', '.join(record['hosts']))
         record['groups'] = [group for group in self.setup['groups']
                             if any(self.host_group[host] == group for host in hosts)]
         # Azure names ignore case (same_resource); one set per round, not a scan per name.
@@ -649,7 +663,12 @@ class _Round(object):
         if self.observation is None:
             return
         duration = record.get('duration_in_seconds')
-        duration = float(duration) if isinstance(duration, (int, float)) and duration > 0 else 0.0
+        if isinstance(duration, (int, float)) and duration > 0:
+            duration = float(duration)
+        elif record['event_type'] in RESTARTING_TYPES:
+            duration = UNKNOWN_DURATION_IMPACT_SECONDS
+        else:
+            duration = 0.0
         if record['present']:
             # Impact is over when every host answers again after the announced
             # duration; a host whose IMDS never answers waits until the event
@@ -668,7 +687,7 @@ class _Round(object):
             record['outcome_reason'] = '; '.join('%s: %s' % item for item in sorted(failed.items()))
             self.move(record, 'verify_failed', FAILED)
             self.warn(record, record['outcome_reason'] + '; the host stays drained')
-        elif all(host in record['verified_hosts'] for host in record['hosts']):
+        elif record['hosts'] and all(host in record['verified_hosts'] for host in record['hosts']):
             record['times']['verified'] = self.now
             self.move(record, 'verified', UNDRAINING)
 

@@ -652,3 +652,17 @@ class TestHostsThatNeverAnswered:
         first, _second = loop.round(T0 + 5, [], unknown=['d1'])
         assert first['settled'] is True
         assert build_report(loop.state, {'started': T0, 'finished': T0 + 10})['run']['failed'] is False
+
+
+def test_a_restart_without_a_duration_is_not_over_while_the_host_may_not_have_gone_down_yet():
+    # A Redeploy says DurationInSeconds -1; the host answering in the read
+    # that first sees it Started proves nothing: the move may not have begun.
+    loop = Loop()
+    redeploy = ev('E', ['db_0'], event_type='Redeploy', source='User', duration=-1)
+    loop.round(T0, [redeploy])
+    started = dict(redeploy, event_status='Started', not_before=None)
+    loop.round(T0 + 5, [started])
+    loop.round(T0 + 5 + rc.UNKNOWN_DURATION_IMPACT_SECONDS - 1, [started])
+    assert loop.record('E')['state'] == rc.IN_IMPACT and loop.did('verify') == []
+    loop.round(T0 + 5 + rc.UNKNOWN_DURATION_IMPACT_SECONDS, [started])
+    assert loop.did('verify') == ['d0']
