@@ -88,14 +88,20 @@ class CallbackModule(DefaultCallback):
         if not self._quiet():
             return super(CallbackModule, self).v2_runner_on_ok(result)
         task = _task_of(result)
+        # Warnings are still said; the ok or changed line is not.
+        self._say_warnings(result)
         if task.action in _MESSAGE_ACTIONS:
-            self._handle_warnings_and_exception(result)
             for line in message_lines(_result_of(result)):
                 self._display.display(line)
-        else:
-            # Warnings are still said; the ok or changed line is not.
-            self._handle_warnings_and_exception(result)
         return None
+
+    def _say_warnings(self, result):
+        # ansible-core 2.19's default callback has one method for a result's
+        # warnings and exception; 2.16-2.18 say warnings from the result dict.
+        if hasattr(self, '_handle_warnings_and_exception'):
+            self._handle_warnings_and_exception(result)
+        elif hasattr(self, '_handle_warnings'):
+            self._handle_warnings(_result_of(result))
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
         if ignore_errors and self._quiet():
