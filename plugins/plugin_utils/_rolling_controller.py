@@ -256,10 +256,13 @@ class _Round(object):
             return record['failed_hosts'].get(host, '').startswith('verify')
         return False
 
-    def holders(self, host):
-        # Asked for every host of a group for every event that wants capacity:
-        # built once per change, not by walking every event for every host
-        # (that made a round over 500 VMs and 250 events take 87 s).
+    def _holder_map(self):
+        """host -> the events holding it, built once per change (see _forget_holders).
+
+        Capacity asks for every host of a group for every event that wants
+        some: walking every event for every host made a round over 500 VMs
+        and 250 events take 87 s.
+        """
         if self._holders is None:
             self._holders = {}
             self._out_hosts = {}
@@ -267,17 +270,24 @@ class _Round(object):
                 for name in record['hosts']:
                     if self.holds(record, name):
                         self._holders.setdefault(name, []).append(record)
-        return self._holders.get(host, [])
+        return self._holders
+
+    def _forget_holders(self):
+        """After anything holds() depends on changed: the map and the groups' counts are built again."""
+        self._holders = None
+
+    def holders(self, host):
+        return self._holder_map().get(host, [])
 
     def out_hosts(self, group):
         """Hosts of ``group`` out of service: drained, being drained, or impacted."""
-        self.holders(None)  # (re)builds the map, and forgets the groups' counts with it
+        holders = self._holder_map()
         if group not in self._out_hosts:
             states = self.state['hosts']
             self._out_hosts[group] = set(
                 host for host in self.setup['groups'][group]['hosts']
                 if not states.get(host, {}).get('deleted')
-                and (states.get(host, {}).get('drained') or host in self._holders))
+                and (states.get(host, {}).get('drained') or host in holders))
         return self._out_hosts[group]
 
     # -- results of the actions taken since the last call ----------------------
@@ -457,7 +467,7 @@ class _Round(object):
         if record['state'] != next_state:
             self.say(record, '%s -> %s (%s)' % (record['state'], next_state, condition.replace('_', ' ')))
         record['state'] = next_state
-        self._holders = None
+        self._forget_holders()
         record['reason'] = CONDITIONS[condition]
 
     def selected(self, record):
@@ -711,7 +721,7 @@ class _Round(object):
         # Holding a host depends on an event's state (changed by move(), which
         # forgets the map), hosts (set by the observation) and verified or
         # failed hosts (set by the results): all of them before this point.
-        self._holders = None
+        self._forget_holders()
         records = sorted(self.state['events'].values(), key=self.priority)
         # Events that need no capacity move first, so that what they free is
         # available to the events waiting for it in this very round.
@@ -725,7 +735,7 @@ class _Round(object):
 
     def finish(self):
         """The actions of this call, computed from the state alone (level-triggered)."""
-        self._holders = None
+        self._forget_holders()
         events = sorted(self.state['events'].values(), key=self.priority)
         drain, verify, wait_back, approve = [], [], [], {}
         for record in events:
