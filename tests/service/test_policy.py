@@ -24,7 +24,9 @@ def _approved_ids(simulator):
 
 
 def _decision(daemon, event_id):
-    return daemon.state()['events'][event_id.lower()]['approval']
+    # None until the daemon has recorded the event: the wait below polls this
+    # while the daemon may still be between its first and second poll.
+    return daemon.state().get('events', {}).get(event_id.lower(), {}).get('approval')
 
 
 def test_ordered_rules_decide_each_event(simulator, daemon):
