@@ -457,8 +457,15 @@ class Approval(object):
             self.wait_for(params['wait'], params['wait_timeout'], params['poll_interval'])
             return self.result
         if self.result['changed']:
-            # Report what IMDS shows after the approval, not before it.
-            self.latest_document, dummy = self.client.get_document()
+            # Report what IMDS shows after the approval, not before it. The
+            # approval is done: a Reboot or Redeploy may take the VM down at
+            # once, so a read that fails now must not turn it into a failure.
+            try:
+                self.latest_document, dummy = self.client.get_document()
+            except ScheduledEventsError as exc:
+                self.module.warn('The approval of %s was accepted; reading the events afterwards failed (the VM may '
+                                 'be restarting already), so the events returned are those read before it: %s'
+                                 % (', '.join(self.result['approved']), exc))
         self.record_document(self.latest_document)
         return self.result
 

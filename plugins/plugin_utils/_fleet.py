@@ -48,6 +48,9 @@ def _usable_result(host, result):
     if result.get('failed') or result.get('skipped') or result.get('unreachable'):
         return None
     missing = [key for key in ('resource_name', 'events') if key not in result]
+    if missing and 'failed_when_result' in result:
+        # A read that failed, kept in the play by the task's failed_when.
+        return None
     if missing:
         raise AnsibleFilterError('%s: the result for host %s has no %s; pass the registered result of '
                                  'azure_maintenance.scheduled_events.scheduled_events_info (or use result_key to pick '
@@ -65,7 +68,8 @@ def host_results(per_host, hosts=None, result_key=None):
     ``result_key`` to their variables (``hostvars``) holding the result under
     that key. ``hosts`` restricts and orders the hosts considered (for example
     ``ansible_play_hosts``); by default every key of ``per_host`` in order.
-    Failed, skipped and unreachable results are left out.
+    Failed, skipped and unreachable results are left out, as are failed
+    reads whose task said ``failed_when: false``.
     """
     if not isinstance(per_host, Mapping):
         raise AnsibleFilterError('%s expects a dictionary of inventory host name to result (or hostvars with '

@@ -225,7 +225,7 @@ def build_setup(maintenance_groups, inventory_groups, play_hosts, group_settings
         problems.append('rolling_over_budget must be one of %s, got %r'
                         % (', '.join(OVER_BUDGET_CHOICES), options.get('over_budget')))
     for name in ('time_budget_seconds', 'settle_seconds', 'poll_interval_seconds', 'back_timeout_seconds',
-                 'observe_timeout_seconds', 'max_rounds'):
+                 'observe_timeout_seconds', 'approve_timeout_seconds', 'max_rounds'):
         if name in options:
             _check_positive(options, name, problems)
     if options.get('drain_lead_seconds') not in (None, ''):
@@ -241,8 +241,8 @@ KNOWN_VARIABLES = (
     'rolling_undrain_tasks', 'rolling_event_types', 'rolling_event_sources', 'rolling_approve',
     'rolling_allow_foreign_resources', 'rolling_over_budget', 'rolling_drain_lead_seconds',
     'rolling_time_budget_seconds', 'rolling_settle_seconds', 'rolling_poll_interval_seconds',
-    'rolling_back_timeout_seconds', 'rolling_observe_timeout_seconds', 'rolling_max_rounds', 'rolling_report_dir',
-    'rolling_source', 'rolling_fleet_options',
+    'rolling_back_timeout_seconds', 'rolling_observe_timeout_seconds', 'rolling_approve_timeout_seconds',
+    'rolling_max_rounds', 'rolling_report_dir', 'rolling_source', 'rolling_fleet_options',
 )
 # Read by earlier versions; the controller has no use for them any more.
 OBSOLETE_VARIABLES = {

@@ -26,6 +26,7 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_document import EVENT_SOURCES
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_identity import SOURCE_HOSTNAME
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_select import (
     event_id_key,
     leader_of,
@@ -39,12 +40,6 @@ OVER_BUDGET_CHOICES = ('fail', 'drain_anyway', 'leave')
 RESTARTING_TYPES = ('Reboot', 'Redeploy')
 # The VM is deleted: nothing comes back to verify or return to service.
 DELETING_TYPES = ('Preempt', 'Terminate')
-
-# A Reboot or Redeploy announces no duration (DurationInSeconds -1): a host
-# that answers right after the event turned Started may not have gone down
-# yet, so its impact counts as over only this long after the start (or when
-# the event left the document). A Freeze with a duration waits that instead.
-UNKNOWN_DURATION_IMPACT_SECONDS = 60.0
 
 # Drain this long before NotBefore when nothing has been measured yet.
 DEFAULT_DRAIN_LEAD_SECONDS = 120.0
@@ -144,8 +139,8 @@ CONDITIONS = {
     'approval_failed': 'the approval POST failed; tried again next round',
     'approval_given_up': 'the approval POST failed three times; Azure starts it at NotBefore',
     'deleted': 'a Preempt or Terminate started: the VM is gone, nothing to verify',
-    'impact_over': 'every host answered again after the announced duration (60 s for a Reboot or Redeploy, which '
-                   'announce none), or the event left the document',
+    'impact_over': 'every host answered again after the announced duration (a Reboot or Redeploy host after it '
+                   'was seen down), or the event left the document',
     'verify_failed': 'a verify task failed: the host stays drained',
     'verified': 'every host passed its verify tasks',
     'undrained': 'every host no other event holds is back in service',
@@ -344,6 +339,9 @@ class _Round(object):
                 names[host] = info['resource_name']
         names.update((host, name) for host, name in (self.observation.get('resource_names') or {}).items()
                      if host in self.host_group and name)
+        for host, name in (self.observation.get('guessed_names') or {}).items():
+            if host in self.host_group and name:
+                names.setdefault(host, name)
         self._known_names = None
         # A host that has not answered once this run may have events nobody
         # has seen: the run cannot say "nothing pending" until it has (a round
@@ -401,7 +399,8 @@ class _Round(object):
             'status': event.get('event_status'), 'not_before': event.get('not_before'), 'resources': [],
             'hosts': [], 'groups': [], 'foreign_resources': [], 'seen_by': [], 'present': True, 'state': PENDING,
             'reason': '', 'outcome': None, 'outcome_reason': '', 'approver': None, 'approval_attempts': 0,
-            'over_budget_choice': None, 'undrained_at_start': [], 'verified_hosts': [], 'failed_hosts': {},
+            'over_budget_choice': None, 'undrained_at_start': [], 'down_hosts': [], 'verified_hosts': [],
+            'failed_hosts': {},
             'errors': [], 'warnings': [], 'changes': [], 'times': dict((name, None) for name in MILESTONES),
         }
 
@@ -672,23 +671,31 @@ class _Round(object):
             return
         if self.observation is None:
             return
-        duration = record.get('duration_in_seconds')
-        if isinstance(duration, (int, float)) and duration > 0:
-            duration = float(duration)
-        elif record['event_type'] in RESTARTING_TYPES:
-            duration = UNKNOWN_DURATION_IMPACT_SECONDS
-        else:
-            duration = 0.0
-        if record['present']:
-            # Impact is over when every host answers again after the announced
-            # duration; a host whose IMDS never answers waits until the event
-            # left the document.
-            if self.now < record['times']['started'] + duration:
-                return
-            if not all(self.answered(host) for host in record['hosts']):
-                return
+        if record['present'] and not self.impact_over(record):
+            return
         record['times']['impact_over'] = self.now
         self.move(record, 'impact_over', VERIFYING)
+
+    def impact_over(self, record):
+        """Whether every host of a Started event that is still in the document is past its impact."""
+        hosts = record['hosts']
+        if record['event_type'] in RESTARTING_TYPES:
+            # A restart's host may answer for a while after the event turned
+            # Started, before it goes down: only an answer after a round in
+            # which it did not answer shows it came back. A host never seen
+            # down (restarted between two reads, or a Reboot that turned out
+            # a Freeze) waits until the event leaves the document.
+            # A round in which no host answered says nothing about this one.
+            down = record.setdefault('down_hosts', [])
+            if not self.state.get('blind'):
+                down.extend(host for host in hosts if host not in down and not self.answered(host))
+            if not all(host in down for host in hosts):
+                return False
+        duration = record.get('duration_in_seconds')
+        if isinstance(duration, (int, float)) and duration > 0 and self.now < record['times']['started'] + duration:
+            return False
+        # A host whose IMDS never answers waits until the event left the document.
+        return all(self.answered(host) for host in hosts)
 
     def _in_verifying(self, record):
         failed = dict((host, why) for host, why in record['failed_hosts'].items() if why.startswith('verify'))
@@ -716,7 +723,7 @@ class _Round(object):
             # A round in which no host answered has seen nothing: it cannot
             # tell that nothing is pending (a loaded controller can time out
             # every read at once).
-            self.state['blind'] = not self.observation.get('resource_names')
+            self.state['blind'] = not any(info.get('ok') for info in (self.observation.get('hosts') or {}).values())
             self.apply_observation()
         # Holding a host depends on an event's state (changed by move(), which
         # forgets the map), hosts (set by the observation) and verified or
@@ -800,9 +807,15 @@ def observe(pairs, hosts, merged_events):
     for this round.
     """
     answered = dict((host, result.get('resource_name')) for host, result in pairs if result.get('resource_name'))
+    # A name the module guessed (the host name, when the VM's identity could
+    # not be read, say throttled after an approval) is used only for a host
+    # whose VM name is not known yet: it must not rename a known VM, which
+    # would drop the host from its events and return it to service early.
+    guessed = set(host for host, result in pairs if result.get('resource_name_source') == SOURCE_HOSTNAME)
     return {
         'hosts': dict((host, {'ok': host in answered, 'resource_name': answered.get(host)}) for host in hosts),
-        'resource_names': answered,
+        'resource_names': dict((host, name) for host, name in answered.items() if host not in guessed),
+        'guessed_names': dict((host, name) for host, name in answered.items() if host in guessed),
         'unknown': [host for host in hosts if host not in answered],
         'events': merged_events,
     }

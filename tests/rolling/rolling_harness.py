@@ -77,10 +77,18 @@ def run_streaming(command, env, cwd, log_path, timeout=600, echo=False):
     return process.returncode
 
 
+# Simulated seconds a Reboot or Redeploy keeps its VM down, unless a test says.
+RESTART_IMPACT_SECONDS = 20
+
+
 def create_step(event_id, event_type, resources, **fields):
     """A scenario step creating one event, at once unless it waits for another's removal."""
     step = {'action': 'create_event', 'label': event_id, 'event_id': event_id, 'event_type': event_type,
             'resources': resources}
+    if event_type in ('Reboot', 'Redeploy'):
+        # Long enough for a round to see the host down even with both cores
+        # busy; the planner verifies a restarted host only after that.
+        step['impact_seconds'] = RESTART_IMPACT_SECONDS
     step.update(fields)
     if 'after_removed' not in step:
         step.setdefault('at_seconds', 0)
@@ -173,6 +181,12 @@ class RollingWorld:
             # A command that does nothing: the simulator then logs every impact
             # start and end with its real time, which the checks read.
             'impact_command': [sys.executable, '-c', 'pass'],
+            # A Reboot or Redeploy takes its VM down (IMDS resets connections)
+            # for its impact, as on Azure.
+            'offline_during_restart': True,
+            # A restart no round saw keeps its host drained until the event
+            # leaves the document: 3 minutes here instead of Azure's 10.
+            'default_linger_seconds': 180,
         }
         self.simulator = SimulatorProcess(os.path.join(self.workdir, 'simulator'), config=config,
                                           extra_args=self.simulator_args()).start()
@@ -396,7 +410,8 @@ class RollingWorld:
         - no impact on a managed host that was not drained, unless the report says why;
         - no approval of an event naming a VM outside the inventory;
         - max_unavailable never exceeded, counting drained and impacted hosts;
-        - every approval after all the hosts of the event were drained.
+        - every approval after all the hosts of the event were drained;
+        - no host verified or returned to service while an impact on it runs.
         """
         problems = []
         managed = dict((vm, inventory_name(vm)) for vm, group, _avset, _domain in self.vm_groups() if group)
@@ -412,6 +427,14 @@ class RollingWorld:
             if host and not self.drained_at(host, start) and event_id not in explained:
                 problems.append('%s (%s) was impacted by %s at %.3f without being drained, and the report does '
                                 'not say why' % (host, vm, event_id, start))
+        steps = self.steps()
+        for start, end, vm, event_id in impacts:
+            host = managed.get(vm)
+            for at, step in steps.get(host, []) if host else []:
+                if step in ('verify', 'undrain') and start <= at and (end is None or at < end):
+                    problems.append('%s was %s at %.3f while %s impacted it (%.3f to %s)'
+                                    % (host, 'verified' if step == 'verify' else 'returned to service', at,
+                                       event_id, start, 'not ended' if end is None else '%.3f' % end))
         for at, vm, event_ids in self.approvals():
             for event_id in event_ids:
                 event = events.get(event_id)

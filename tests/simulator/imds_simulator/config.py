@@ -28,7 +28,7 @@ DEFAULT_CONFIG = {
 }
 
 _TOP_LEVEL_KEYS = ('vms', 'throttle', 'first_call_delay_seconds', 'speed', 'clock_start', 'impact_command',
-                   'default_linger_seconds', 'scenario', 'unknown_event_ids')
+                   'default_linger_seconds', 'scenario', 'unknown_event_ids', 'offline_during_restart')
 # How an approval naming an EventId the VM does not see is answered: reject
 # (400, nothing approved) or accept (200, as Microsoft's mock server does).
 # The documentation says neither; every client of this collection handles both.
@@ -232,6 +232,10 @@ def validate_config(config):
     if result['unknown_event_ids'] not in UNKNOWN_EVENT_IDS_CHOICES:
         raise ConfigError('unknown_event_ids must be one of %s, got %r'
                           % (', '.join(UNKNOWN_EVENT_IDS_CHOICES), result['unknown_event_ids']))
+    offline = config.get('offline_during_restart', False)
+    if not isinstance(offline, bool):
+        raise ConfigError('offline_during_restart must be true or false, got %r' % (offline,))
+    result['offline_during_restart'] = offline
     scenario = config.get('scenario')
     if scenario is not None and not isinstance(scenario, dict):
         raise ConfigError('scenario must be an object ({"name": ...} or {"steps": [...]}), got %r' % (scenario,))

@@ -131,6 +131,10 @@ class ImdsRequestHandler(JsonRequestHandler):
         """``(status, payload, headers)``; status None means reset the connection."""
         simulator = self.simulator
         world = simulator.world
+        if world.offline(vm):
+            # Restarting: the VM is down, so the connection fails outright.
+            record['fault'] = 'offline'
+            return None, None, ()
         fault = world.faults.take(vm, url.path, method)
         if fault is not None:
             record['fault'] = fault['kind']

@@ -28,6 +28,8 @@ _LOG = logging.getLogger('imds_simulator.world')
 # A scenario that keeps firing steps in one refresh (a step loop advancing
 # the clock forever) must not hang the simulator.
 _MAX_TRANSITIONS_PER_REFRESH = 1000
+# Event types whose impact restarts the VM (offline_during_restart).
+RESTARTING_TYPES = ('Reboot', 'Redeploy')
 
 
 def _checked_scenario(request, vm_specs, now):
@@ -240,6 +242,19 @@ class World:
             events = [document_entry(event, api_version) for event in self._events_seen_by(vm)
                       if version_shows_type(api_version, event.event_type)]
             return {'DocumentIncarnation': vm.incarnation, 'Events': events}
+
+    def offline(self, name):
+        """Whether VM ``name`` is restarting now, with ``offline_during_restart`` on.
+
+        A Reboot or Redeploy takes the VM down for its impact: nothing on it
+        answers, IMDS included, until the impact ends.
+        """
+        with self.lock:
+            if not self.config['offline_during_restart']:
+                return False
+            self.refresh()
+            return any(event.status == 'Started' and not event.impact_ended and event.event_type in RESTARTING_TYPES
+                       and name in event.resources for event in self.events.values())
 
     def approve(self, name, api_version, event_ids):
         """Approve ``event_ids`` as VM ``name``.
@@ -512,6 +527,7 @@ class World:
                 'throttle': dict(self.throttle),
                 'first_call_delay_seconds': self.first_call_delay_seconds,
                 'default_linger_seconds': self.config['default_linger_seconds'],
+                'offline_during_restart': self.config['offline_during_restart'],
                 'impact_command': self.config['impact_command'],
                 'scenario': None if self.scenario is None else self.scenario.describe(),
             }

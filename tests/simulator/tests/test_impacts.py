@@ -103,3 +103,41 @@ def test_no_command_no_runs(sim):
     event_id = sim.control.create_event('Freeze', ['vm0'])
     sim.approve('vm0', event_id)
     assert sim.control.impacts() == []
+
+
+def _reachable(sim, vm):
+    try:
+        return sim.get(vm).status == 200
+    except (ConnectionError, OSError):
+        return False
+
+
+@pytest.mark.parametrize('event_type', ['Reboot', 'Redeploy'])
+def test_a_restarting_vm_is_offline_for_its_impact_only(make_sim, event_type):
+    sim = make_sim(world_config(offline_during_restart=True))
+    event_id = sim.control.create_event(event_type, ['vm0'], impact_seconds=20)
+    # Scheduled: nothing has happened to the VM yet.
+    assert _reachable(sim, 'vm0')
+    assert sim.approve('vm0', event_id).status == 200
+    # Started: vm0 restarts, vm1 (same availability set, not in Resources) does not.
+    assert not _reachable(sim, 'vm0')
+    assert _reachable(sim, 'vm1')
+    sim.control.advance_clock(19)
+    assert not _reachable(sim, 'vm0')
+    sim.control.advance_clock(2)
+    assert _reachable(sim, 'vm0')
+    # Back up while the Started event still lingers in the document.
+    assert [event['EventStatus'] for event in sim.document('vm0')['Events']] == ['Started']
+    offline = [entry for entry in sim.control.log() if entry['fault'] == 'offline']
+    assert offline and all(entry['vm'] == 'vm0' and entry['status'] == 'reset' for entry in offline)
+
+
+def test_a_freeze_or_the_default_config_keeps_the_vm_online(make_sim):
+    restarting = make_sim(world_config(offline_during_restart=True))
+    freeze = restarting.control.create_event('Freeze', ['vm0'], duration_seconds=30)
+    restarting.approve('vm0', freeze)
+    assert _reachable(restarting, 'vm0')
+    default = make_sim(world_config())
+    reboot = default.control.create_event('Reboot', ['vm0'])
+    default.approve('vm0', reboot)
+    assert _reachable(default, 'vm0')

@@ -225,6 +225,15 @@ class TestFleetEvents(object):
             fleet_events(per_host, **kwargs)
         assert expected in str(caught.value)
 
+    def test_a_failed_read_kept_in_the_play_by_failed_when_is_left_out(self, results):
+        masked = {'failed': False, 'failed_when_result': False, 'changed': False,
+                  'msg': 'IMDS at http://169.254.169.254 did not answer: connection reset'}
+        fleet = fleet_events({'web-a': results['web-a'], 'web-b': masked})
+        assert fleet and all(event['seen_by'] == ['web-a'] for event in fleet)
+        # A result of some other task is still an error, whatever its failed_when.
+        with pytest.raises(AnsibleFilterError):
+            fleet_events({'web-b': {'changed': False}})
+
     def test_missing_result_key_means_the_host_did_not_run_the_task(self, results):
         hostvars = {'web-a': {'maintenance': results['web-a']}, 'web-b': {}}
         fleet = fleet_events(hostvars, result_key='maintenance')

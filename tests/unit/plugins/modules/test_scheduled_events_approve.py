@@ -24,6 +24,7 @@ from ansible.module_utils import basic
 from ansible.module_utils.common import warnings as module_warnings
 
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils import _se_options
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_errors import ImdsUnreachableError
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_transport import HttpResponse
 from ansible_collections.azure_maintenance.scheduled_events.plugins.modules import scheduled_events_approve
 
@@ -400,6 +401,27 @@ def test_transient_post_errors_are_retried(run, document, status):
     assert not failed
     assert result['changed'] is True
     assert len(imds.posts) == 3
+
+
+class RestartingImds(ScriptedImds):
+    """Accepts the approval, then goes down as a VM whose Reboot starts at once."""
+
+    def request(self, method, url, headers, body=None, connect_timeout=None, read_timeout=None):
+        if any(request[0] == 'POST' for request in self.requests):
+            self.requests.append((method, url, body))
+            raise ImdsUnreachableError('connection to %s closed without an answer (reset)' % url, url=url)
+        return super(RestartingImds, self).request(method, url, headers, body, connect_timeout, read_timeout)
+
+
+def test_an_approval_accepted_just_before_the_vm_restarts_is_still_a_success(run, document):
+    imds = RestartingImds([document])
+    failed, result = run(imds, event_ids=[USER_REBOOT], scope='all')
+    assert not failed, result
+    assert result['changed'] is True and result['approved'] == [USER_REBOOT]
+    assert len(imds.posts) == 1
+    assert any('was accepted' in warning and 'restarting' in warning for warning in warning_texts(result))
+    # The events returned are the ones read before the approval.
+    assert result['last_statuses'] == {USER_REBOOT: 'Scheduled'}
 
 
 def test_persistent_server_error_fails_after_the_retries(run, document):

@@ -83,6 +83,7 @@ class TestSetup:
         ({'options': {'event_sources': []}}, 'rolling_event_sources must be a non-empty list'),
         ({'options': {'approve': 'yes please'}}, 'rolling_approve must be true or false'),
         ({'options': {'time_budget_seconds': -5}}, 'time_budget_seconds must be a number of seconds greater than 0'),
+        ({'options': {'approve_timeout_seconds': 0}}, 'approve_timeout_seconds must be a number of seconds greater'),
     ])
     def test_problems_say_what_to_change(self, kwargs, fragment):
         arguments = {'maintenance_groups': ['web', 'db'], 'inventory_groups': INVENTORY, 'play_hosts': PLAY_HOSTS}

@@ -41,8 +41,12 @@ def ev(event_id, resources, event_type='Freeze', status='Scheduled', source='Pla
             'duration_in_seconds': duration, 'description': ''}
 
 
-def observation(events, unknown=(), hosts=None):
-    """What the playbook's observe step builds: every VM of one availability set sees every event."""
+def observation(events, unknown=(), hosts=None, guessed=()):
+    """What the playbook's observe step builds: every VM of one availability set sees every event.
+
+    The hosts of ``guessed`` could not read their identity: their module fell
+    back to the host name.
+    """
     hosts = list(hosts or INVENTORY['all'])
     answered = [host for host in hosts if host not in unknown]
     merged = []
@@ -51,7 +55,9 @@ def observation(events, unknown=(), hosts=None):
         item['hosts'] = [HOST_OF[name] for name in event['resources'] if name in HOST_OF]
         item['seen_by'] = list(answered)
         merged.append(item)
-    pairs = [(host, {'resource_name': NAMES[host]}) for host in answered]
+    pairs = [(host, {'resource_name': NAMES[host], 'resource_name_source': 'imds'}) if host not in guessed
+             else (host, {'resource_name': 'vm-%s.internal' % host, 'resource_name_source': 'hostname'})
+             for host in answered]
     return rc.observe(pairs, hosts, merged if answered else [])
 
 
@@ -66,8 +72,9 @@ class Loop(object):
         self.failing = failing or {}      # (action, host) -> error
         self.log = []                     # (round time, action, host or event id)
 
-    def round(self, now, events, unknown=()):
-        out = rc.reconcile(self.state, observation(events, unknown), self.results, now, self.setup, self.options)
+    def round(self, now, events, unknown=(), guessed=()):
+        out = rc.reconcile(self.state, observation(events, unknown, guessed=guessed), self.results, now, self.setup,
+                           self.options)
         first = out['actions']
         results = {'drain': {}, 'verify': {}}
         for host in first['drain']:
@@ -618,6 +625,8 @@ def test_a_host_is_verified_only_once_no_other_event_is_about_to_impact_it():
     assert loop.did('verify') == ['w0']
     started_b = dict(reboot, event_status='Started', not_before=None)
     loop.round(T0 + 25, [started_a, started_b])
+    # The reboot takes web_1 down for a round.
+    loop.round(T0 + 30, [started_a, started_b], unknown=['w1'])
     loop.round(T0 + 40, [started_a, started_b])
     assert sorted(loop.did('verify')) == ['w0', 'w1']
 
@@ -654,15 +663,61 @@ class TestHostsThatNeverAnswered:
         assert build_report(loop.state, {'started': T0, 'finished': T0 + 10})['run']['failed'] is False
 
 
-def test_a_restart_without_a_duration_is_not_over_while_the_host_may_not_have_gone_down_yet():
-    # A Redeploy says DurationInSeconds -1; the host answering in the read
-    # that first sees it Started proves nothing: the move may not have begun.
+def test_a_guessed_vm_name_does_not_rename_a_known_vm():
+    # Throttled right after approving, a host's identity read failed and its
+    # module used the host name: the host must keep its VM and its event.
     loop = Loop()
+    freeze = ev('E', ['web_0', 'web_1'])
+    loop.round(T0, [freeze])
+    started = dict(freeze, event_status='Started', not_before=None)
+    out, second = loop.round(T0 + 2, [started], guessed=['w0'])
+    assert loop.record('E')['hosts'] == ['w0', 'w1']
+    assert loop.state['resource_names']['w0'] == 'web_0'
+    assert 'w0' not in out['actions']['undrain'] + second['actions']['undrain']
+
+
+def test_a_guessed_name_serves_a_host_whose_vm_name_is_unknown():
+    loop = Loop()
+    loop.round(T0, [], guessed=['w0'])
+    assert loop.state['resource_names']['w0'] == 'vm-w0.internal'
+    loop.round(T0 + 5, [])
+    assert loop.state['resource_names']['w0'] == 'web_0'
+
+
+def _started_redeploy(loop):
     redeploy = ev('E', ['db_0'], event_type='Redeploy', source='User', duration=-1)
     loop.round(T0, [redeploy])
-    started = dict(redeploy, event_status='Started', not_before=None)
-    loop.round(T0 + 5, [started])
-    loop.round(T0 + 5 + rc.UNKNOWN_DURATION_IMPACT_SECONDS - 1, [started])
+    return dict(redeploy, event_status='Started', not_before=None)
+
+
+def test_a_restart_is_over_only_once_its_host_went_down_and_answered_again():
+    # A Redeploy says DurationInSeconds -1; answering after it turned Started
+    # proves nothing while the host has not gone down yet, however long.
+    loop = Loop()
+    started = _started_redeploy(loop)
+    for offset in (5, 60, 300):
+        loop.round(T0 + offset, [started])
     assert loop.record('E')['state'] == rc.IN_IMPACT and loop.did('verify') == []
-    loop.round(T0 + 5 + rc.UNKNOWN_DURATION_IMPACT_SECONDS, [started])
+    loop.round(T0 + 310, [started], unknown=['d0'])
+    assert loop.record('E')['down_hosts'] == ['d0'] and loop.did('verify') == []
+    loop.round(T0 + 320, [started])
+    assert loop.did('verify') == ['d0']
+    assert loop.record('E')['times']['impact_over'] == T0 + 320
+
+
+def test_a_round_in_which_no_host_answered_does_not_count_as_the_restart():
+    loop = Loop()
+    started = _started_redeploy(loop)
+    loop.round(T0 + 5, [started])
+    loop.round(T0 + 10, [], unknown=INVENTORY['all'])
+    loop.round(T0 + 15, [started])
+    assert loop.record('E')['down_hosts'] == [] and loop.did('verify') == []
+
+
+def test_a_restart_never_seen_down_is_over_when_it_leaves_the_document():
+    # Restarted between two reads, or a Reboot that turned out a Freeze.
+    loop = Loop()
+    started = _started_redeploy(loop)
+    loop.round(T0 + 5, [started])
+    loop.round(T0 + 600, [])
     assert loop.did('verify') == ['d0']
