@@ -769,8 +769,13 @@ class _Round(object):
         for host in sorted(set(drain) | set(verify) | set(undrain) | set(approve)):
             hosts[host] = {'drain': host in drain, 'verify': host in verify, 'wait_back': host in wait_back,
                            'undrain': host in undrain, 'approve': approve.get(host, [])}
-        settled = (all(record['state'] in SETTLED for record in self.state['events'].values()) and not undrain
-                   and not self.state.get('blind') and not self.state.get('unobserved_hosts'))
+        # An event this run handled that is still in the document holds the
+        # run: Azure maintains update domains one after another, and the next
+        # domain's event tends to appear when the previous one leaves (about
+        # 10 minutes after it started).
+        settled = (all(record['state'] in SETTLED and not (record['state'] == DONE and record['present'])
+                       for record in self.state['events'].values())
+                   and not undrain and not self.state.get('blind') and not self.state.get('unobserved_hosts'))
         return {'state': self.state,
                 'actions': {'drain': drain, 'verify': verify, 'undrain': undrain, 'approve': approve, 'hosts': hosts},
                 'messages': self.messages, 'warnings': self.warnings, 'settled': settled,

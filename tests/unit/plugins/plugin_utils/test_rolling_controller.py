@@ -568,6 +568,10 @@ class TestOutcomes:
             _first, second_out = loop.round(T0 + second, events)
             assert not second_out['settled']
         first, dummy = loop.round(T0 + 25, [started])
+        assert loop.record('E')['state'] == rc.DONE and not first['settled']
+        # Done, and gone from the document: the next update domain's event
+        # would have appeared by now.
+        first, dummy = loop.round(T0 + 600, [])
         assert first['settled']
 
     def test_not_settled_after_a_round_in_which_no_host_answered(self):
