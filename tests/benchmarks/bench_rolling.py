@@ -29,7 +29,10 @@ Then the soak (--soak-rounds, default 1000): one run of that many idle rounds
 back to back over --soak-hosts hosts; every few seconds the rounds done so
 far (the simulator's count of reads of one VM) and the resident memory of the
 ansible-playbook process; prints time per round and memory over the first and
-the last tenth of the rounds.
+the last tenth of the rounds. Baseline in the same run: the same number of
+rounds over as many hosts of a playbook with the same loop shape (batches of
+25 included rounds, each a per-host task, a run_once task and an include on
+one host) and trivial tasks: what ansible-core's include loop itself costs.
 
 Goals (issue 11; 2-core machine, local connections): a round over 100 hosts
 under 15 s, detection to approval with no drain tasks under 20 s at 100 hosts,
@@ -167,9 +170,30 @@ def rss_kib(pid):
     return None
 
 
+def sample_run(command, env, cwd, log_path, rounds_done):
+    """Run ``command`` to its end; ``[(seconds since start, rounds done, RSS KiB of the process)]`` every 2 s."""
+    samples = []
+    with open(log_path, 'w', encoding='utf-8') as log:
+        process = subprocess.Popen(command, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL)
+        started = time.time()
+        deadline = started + 4 * 3600
+        try:
+            while process.poll() is None and time.time() < deadline:
+                time.sleep(2)
+                samples.append((time.time() - started, rounds_done(), rss_kib(process.pid)))
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.wait(30)
+    if process.returncode != 0:
+        with open(log_path, encoding='utf-8') as handle:
+            raise RuntimeError('%s failed:\n%s' % (command[-3:], handle.read()[-3000:]))
+    return samples
+
+
 def soak(rounds, hosts, forks):
     """``[(seconds since start, rounds done, RSS KiB of ansible-playbook)]`` over ``rounds`` idle rounds."""
-    samples = []
     with tempfile.TemporaryDirectory(prefix='bench-rolling-soak-') as workdir:
         with RollingWorld(workdir, fleet(hosts), forks=forks) as world:
             world.control.set_throttle(enabled=False)
@@ -184,27 +208,80 @@ def soak(rounds, hosts, forks):
             env.update(QUIET)
             command = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', inventory, PLAYBOOK,
                        '-e', '@' + extra_path]
-            with open(os.path.join(workdir, 'soak.log'), 'w', encoding='utf-8') as log:
-                process = subprocess.Popen(command, env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
-                                           stdin=subprocess.DEVNULL)
-                started, seen, done = time.time(), 0, 0
-                deadline = started + 4 * 3600
-                try:
-                    while process.poll() is None and time.time() < deadline:
-                        time.sleep(2)
-                        entries = world.control.log(since=seen, vm='vm_0')
-                        seen = max([seen] + [entry['seq'] for entry in entries])
-                        done += sum(1 for entry in entries if entry['method'] == 'GET'
-                                    and entry['path'].startswith('/metadata/scheduledevents'))
-                        samples.append((time.time() - started, done, rss_kib(process.pid)))
-                finally:
-                    if process.poll() is None:
-                        process.kill()
-                    process.wait(30)
-            if process.returncode != 0:
-                with open(os.path.join(workdir, 'soak.log'), encoding='utf-8') as handle:
-                    raise RuntimeError('the soak run failed:\n%s' % handle.read()[-3000:])
-    return samples
+            done = [0, 0]
+
+            def rounds_done():
+                # Each round reads every VM once: count vm_0's reads.
+                entries = world.control.log(since=done[1], vm='vm_0')
+                done[1] = max([done[1]] + [entry['seq'] for entry in entries])
+                done[0] += sum(1 for entry in entries if entry['method'] == 'GET'
+                               and entry['path'].startswith('/metadata/scheduledevents'))
+                return done[0]
+
+            return sample_run(command, env, workdir, os.path.join(workdir, 'soak.log'), rounds_done)
+
+
+# ansible-core's own cost of a loop of rounds: the playbook's shape (batches
+# of 25 included rounds, each round an included file with a read on every
+# host, a plan run once, and an include on one host) with trivial tasks.
+INCLUDE_LOOP_PLAY = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: Batches
+      ansible.builtin.include_tasks: batch.yml
+      loop: "{{ range(0, (rounds | int + 24) // 25) | list }}"
+      loop_control: {loop_var: batch}
+"""
+INCLUDE_LOOP_FILES = {
+    'batch.yml': """
+- name: Rounds
+  ansible.builtin.include_tasks: round.yml
+  loop: "{{ range(batch * 25 + 1, [batch * 25 + 25, rounds | int] | min + 1) | list }}"
+  loop_control: {loop_var: round_number}
+""",
+    'round.yml': """
+- name: Read
+  ansible.builtin.set_fact:
+    reading: "{{ {'round': round_number, 'host': inventory_hostname, 'events': range(20) | list} }}"
+- name: Plan
+  ansible.builtin.debug:
+    msg: "round {{ round_number }}"
+  run_once: true
+- name: Act
+  ansible.builtin.include_tasks: act.yml
+  when: inventory_hostname == ansible_play_hosts[0]
+""",
+    'act.yml': """
+- name: Step
+  ansible.builtin.set_fact:
+    step: "{{ round_number }}"
+""",
+}
+
+
+def include_loop_soak(rounds, hosts, forks):
+    """The soak's baseline: the same samples for ``rounds`` rounds of INCLUDE_LOOP_PLAY over ``hosts`` local hosts."""
+    with tempfile.TemporaryDirectory(prefix='bench-rolling-include-loop-') as workdir:
+        files = dict(INCLUDE_LOOP_FILES, **{'play.yml': INCLUDE_LOOP_PLAY})
+        for name, text in files.items():
+            with open(os.path.join(workdir, name), 'w', encoding='utf-8') as handle:
+                handle.write(text)
+        with open(os.path.join(workdir, 'inventory.ini'), 'w', encoding='utf-8') as handle:
+            for index in range(hosts):
+                handle.write('host_%d ansible_connection=local ansible_python_interpreter=%s\n'
+                             % (index, sys.executable))
+        env = dict(os.environ, ANSIBLE_FORKS=str(forks), ANSIBLE_LOCALHOST_WARNING='False', ANSIBLE_NOCOLOR='1',
+                   ANSIBLE_LOCAL_TEMP=os.path.join(workdir, 'tmp'))
+        log_path = os.path.join(workdir, 'loop.log')
+        command = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'inventory.ini',
+                   'play.yml', '-e', 'rounds=%d' % rounds]
+
+        def rounds_done():
+            with open(log_path, encoding='utf-8', errors='replace') as handle:
+                return handle.read().count('TASK [Plan]')
+
+        return sample_run(command, env, workdir, log_path, rounds_done)
 
 
 def soak_figures(samples, rounds):
@@ -220,6 +297,16 @@ def soak_figures(samples, rounds):
         return per_round, max(sample[2] for sample in inside) / 1024.0
 
     return window(0, tenth), window(rounds - 2 * tenth, rounds)
+
+
+def print_soak(label, samples, rounds):
+    (first_round, first_rss), (last_round, last_rss) = soak_figures(samples, rounds)
+    if first_round is None or last_round is None:
+        raise RuntimeError('%s: too few samples: %r' % (label, samples[-5:]))
+    growth = (last_rss - first_rss) * 1024.0 / max(samples[-1][1] - rounds // 10, 1)
+    print('%s: first tenth %.2f s/round, max RSS %.0f MiB | last tenth %.2f s/round, max RSS %.0f MiB | '
+          'about %.0f KiB more per round | %d rounds in %.0f s | load %s'
+          % (label, first_round, first_rss, last_round, last_rss, growth, samples[-1][1], samples[-1][0], loadavg()))
 
 
 def print_goals(results):
@@ -279,12 +366,14 @@ def main():
         (first_round, first_rss), (last_round, last_rss) = soak_figures(samples, args.soak_rounds)
         if first_round is None or last_round is None:
             raise RuntimeError('the soak gave too few samples: %r' % samples[-5:])
-        print('soak: first tenth %.2f s/round, max RSS %.0f MiB | last tenth %.2f s/round, max RSS %.0f MiB | '
-              '%d rounds in %.0f s | load %s' % (first_round, first_rss, last_round, last_rss, samples[-1][1],
-                                                 samples[-1][0], loadavg()))
+        print_soak('soak', samples, args.soak_rounds)
         flat = last_round < 1.5 * first_round and last_rss < 1.25 * first_rss
         print('time and memory per round flat over %d rounds (last tenth within 1.5x time, 1.25x memory of the '
               'first): %s' % (args.soak_rounds, 'met' if flat else 'NOT met'))
+        sys.stdout.flush()
+        baseline = include_loop_soak(args.soak_rounds, args.soak_hosts, args.forks)
+        print_soak('baseline (ansible-core include loop, trivial tasks, same rounds and hosts)', baseline,
+                   args.soak_rounds)
     print('load average at end: %s' % loadavg())
     return 0
 
