@@ -139,7 +139,8 @@ def measure(size, forks, idle_rounds, baseline_rounds):
             player.start()
             try:
                 world.control.wait_for(lambda control: any(
-                    entry['path'].startswith('/metadata/scheduledevents') for entry in control.log(since=mark, vm='vm_1')),
+                    entry['path'].startswith('/metadata/scheduledevents')
+                    for entry in control.log(since=mark, vm='vm_1')),
                     timeout=900, interval=0.5)
                 world.control.create_event(event_id=USER_EVENT, event_type='Reboot', resources=['vm_1'],
                                            event_source='User', linger_seconds=30)
