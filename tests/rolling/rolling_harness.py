@@ -336,7 +336,7 @@ class RollingWorld:
 
     def run_playbook_passing_notice(self, approvable, drained_host, timeout=1500, **overrides):
         """Run the playbook; once every event of ``approvable`` is approved and ``drained_host`` drained (its
-        only step so far), move the simulated clock past Azure's 15-minute notice, so that the events the run
+        only step so far), move the simulated clock just past Azure's notice, so that the events the run
         must not approve start. Returns the PlaybookRun.
 
         The clock runs at real speed until then, so how fast this machine is
@@ -350,11 +350,22 @@ class RollingWorld:
         while player.is_alive() and time.monotonic() < deadline:
             drained = [step for _at, step in self.steps().get(drained_host, [])] == ['drain']
             if drained and approvable <= set(self.approvals_per_event()):
-                self.control.advance_clock(900)
+                self.control.advance_clock(self.seconds_past_every_not_before())
                 break
             time.sleep(1)
         player.join(timeout)
         return runs[0]
+
+    def seconds_past_every_not_before(self, margin=2.0):
+        """Simulated seconds from now to just past the latest NotBefore of the Scheduled events.
+
+        Jumping just that far starts them without also carrying them past
+        their linger time, so that a round still sees them Started.
+        """
+        now = self.control.clock()['epoch']
+        not_befores = [parse_iso(event['not_before']) for event in self.control.events()
+                       if event['status'] == 'Scheduled' and event.get('not_before')]
+        return max([0.0] + [not_before - now for not_before in not_befores]) + margin
 
     # -- what happened ----------------------------------------------------------
     def approvals_per_event(self):
