@@ -27,6 +27,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolli
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling_controller import reconcile
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling_fleet import (
+    IDENTITY_VARIABLES,
     approval_results,
     check_identities,
     fleet_observation,
@@ -44,9 +45,8 @@ def rolling_fleet_setup(setup, hostvars, options=None):
     identities = {}
     for host, info in setup['hosts'].items():
         variables = hostvars[host] if host in hostvars else {}
-        identities[host] = host_identity(dict((name, _plain(variables.get(name))) for name in (
-            'azure_scheduled_events_arm_id', 'id', 'azure_scheduled_events_resource_name', 'name')),
-            info.get('resource_name'))
+        identities[host] = host_identity(dict((name, _plain(variables.get(name))) for name in IDENTITY_VARIABLES),
+                                         info.get('resource_name'))
     options = _mapping(options, 'options', 'rolling_fleet_setup')
     return {'identities': identities, 'scope': read_scope(identities, options),
             'problems': check_identities(identities),

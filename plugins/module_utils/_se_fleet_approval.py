@@ -21,8 +21,22 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ._se_approval import SCOPE_ALL, SKIP_NOT_SCHEDULED, ApprovalPlan, plan_approval
+from ._se_arm import ARM_ARGUMENT_SPEC
 from ._se_errors import InvalidParameterError
+from ._se_graph import FLEET_SCOPE_ARGUMENT_SPEC
 from ._se_select import affects, event_id_key
+
+# How scheduled_events_approve sends its approval: to this VM's IMDS, or
+# through the ARM acknowledge API from the controller.
+VIA_IMDS = 'imds'
+VIA_ARM = 'arm'
+VIA_CHOICES = (VIA_IMDS, VIA_ARM)
+LIST_FORM_SPEC = {'type': 'bool', 'default': True}
+# The suboptions of scheduled_events_approve's ``arm`` option: the ARM options
+# of the fleet modules, the scope of the Resource Graph read and list_form.
+APPROVE_ARM_SUBOPTIONS = dict(ARM_ARGUMENT_SPEC, list_form=LIST_FORM_SPEC,
+                              **dict((name, FLEET_SCOPE_ARGUMENT_SPEC[name])
+                                     for name in ('subscriptions', 'resource_groups', 'page_size')))
 
 SKIP_FOREIGN_VMS = 'foreign_vms'
 SKIP_FINISHED = 'finished'
@@ -39,20 +53,25 @@ def foreign_vms(event, allowed_vms):
     return [name for name in event.get('resources') or [] if str(name).lower() not in allowed]
 
 
-def plan_fleet_approval(events, selection, vm_names=None, allowed_vms=None):
+def plan_fleet_approval(events, selection, vm_names=None, allowed_vms=None, resource_name=None):
     """An ApprovalPlan over fleet events (see ``_se_graph.normalize_rows``).
 
-    ``selection`` comes from ``_se_approval.validate_selection`` with scope
-    ``all`` (the fleet has no "this VM"). With event ids, an event naming
-    VMs outside ``allowed_vms`` fails the whole task (InvalidParameterError)
-    before anything is acknowledged: the user named it, so silence would
-    hide a mistake; with filters it is skipped as ``foreign_vms``.
+    ``selection`` comes from ``_se_approval.validate_selection``. A fleet
+    approval has no "this VM" and uses scope ``all``; an approval made for
+    one host's VM through ARM (``scheduled_events_approve`` with ``via:
+    arm``) passes that VM as ``resource_name``, and then the selection's
+    ``scope`` and ``leader_only`` rules hold exactly as over IMDS. With event
+    ids, an event naming VMs outside ``allowed_vms`` fails the whole task
+    (InvalidParameterError) before anything is acknowledged: the user named
+    it, so silence would hide a mistake; with filters it is skipped as
+    ``foreign_vms``.
     """
-    if selection.scope != SCOPE_ALL:
-        raise InvalidParameterError('a fleet approval has no "this VM": build the selection with scope all')
+    if resource_name is None and (selection.scope != SCOPE_ALL or selection.leader_only):
+        raise InvalidParameterError('a fleet approval has no "this VM": build the selection with scope all, or '
+                                    'give the VM it is made for')
     if selection.uses_filters and vm_names:
         events = [event for event in events if any(affects(event, name) for name in vm_names)]
-    plan = plan_approval(events, None, selection)
+    plan = plan_approval(events, resource_name, selection)
     status_of = dict((event_id_key(event.get('event_id')), str(event.get('event_status')).lower()) for event in events)
     approve, skipped = [], []
     for entry in plan.skipped:

@@ -23,6 +23,9 @@ description:
   - Idempotent. An event already C(Started) is not approved again and C(changed) is V(false) unless a C(POST) was
     made.
   - Can wait until the approved events have started or have completed.
+  - With O(via=arm) the same approval is made from the controller through the Azure Resource Manager acknowledge API,
+    reading the events from Azure Resource Graph, with the same selection and safety rules; nothing is sent to the
+    VM, so it also serves hosts whose IMDS cannot be reached from Ansible.
 author:
   - azure_maintenance.scheduled_events contributors (!UNKNOWN)
 extends_documentation_fragment:
@@ -121,8 +124,92 @@ options:
     description:
       - Seconds between reads of the events document while waiting.
       - At least 0.25, as IMDS throttles at about 5 requests per second for all clients of the VM together.
+      - With O(via=arm), at least 5, as Resource Graph allows about 15 reads per 5 seconds for one identity, shared
+        by every host waiting at the same time.
     type: float
     default: 1
+  via:
+    description:
+      - How the approval travels.
+      - V(imds) sends it to the Instance Metadata Service of the VM the task runs on.
+      - V(arm) reads this VM's events from Azure Resource Graph and acknowledges them through the Azure Resource
+        Manager acknowledge API, from the controller; the task sends nothing to the host. This VM is the one the
+        inventory names (O(resource_name), else the host variable C(azure_scheduled_events_resource_name), else the
+        C(name) and C(id) variables the C(azure.azcollection.azure_rm) inventory sets). When its ARM id is known
+        (C(azure_scheduled_events_arm_id), or that C(id)), a VM of the same name in another resource group or
+        subscription is another VM, and Resource Graph is read only in this VM's resource group unless
+        O(arm.subscriptions) or O(arm.resource_groups) say otherwise.
+      - With V(arm), O(scope), O(leader_only), O(missing), check mode and O(wait) keep their meaning, reading
+        Resource Graph instead of IMDS. O(scope=all) needs O(event_ids), as Resource Graph has no view of this VM's
+        availability set, so filters would reach every VM of the resource group; for a fleet-wide approval use
+        M(azure_maintenance.scheduled_events.scheduled_events_fleet_approve) with its
+        O(azure_maintenance.scheduled_events.scheduled_events_fleet_approve#module:allowed_vms).
+        The IMDS options (O(endpoint), O(timeout), O(retries), O(deadline), O(api_version)) are not used.
+      - Azure marks an event C(Completed) or C(Canceled) outside the VM; such an event is skipped with reason
+        V(finished).
+    type: str
+    choices: [imds, arm]
+    default: imds
+  arm:
+    description:
+      - How to reach Azure Resource Manager with O(via=arm), and which part of Resource Graph to read. Each
+        suboption means what the option of the same name of
+        M(azure_maintenance.scheduled_events.scheduled_events_fleet_approve) means.
+      - Needs the C(ScheduledEventContributor) role and the Python package C(azure-identity) on the controller
+        unless O(arm.bearer_token) is given; see the collection's docs/fleet_plane.md.
+    type: dict
+    suboptions:
+      auth_source:
+        description: How to get a token; see O(azure_maintenance.scheduled_events.scheduled_events_fleet_approve#module:auth_source).
+        type: str
+        default: auto
+        choices: [auto, cli, env, msi]
+      client_id:
+        description: See O(azure_maintenance.scheduled_events.scheduled_events_fleet_approve#module:client_id).
+        type: str
+      secret:
+        description: See O(azure_maintenance.scheduled_events.scheduled_events_fleet_approve#module:secret).
+        type: str
+      tenant:
+        description: See O(azure_maintenance.scheduled_events.scheduled_events_fleet_approve#module:tenant).
+        type: str
+      cloud_environment:
+        description: See O(azure_maintenance.scheduled_events.scheduled_events_fleet_approve#module:cloud_environment).
+        type: str
+        default: AzureCloud
+        choices: [AzureChinaCloud, AzureCloud, AzureUSGovernment]
+      management_endpoint:
+        description: See O(azure_maintenance.scheduled_events.scheduled_events_fleet_approve#module:management_endpoint).
+        type: str
+      bearer_token:
+        description: See O(azure_maintenance.scheduled_events.scheduled_events_fleet_approve#module:bearer_token).
+        type: str
+      timeout:
+        description:
+          - Seconds the whole task may take, throttling and retries included; see
+            O(azure_maintenance.scheduled_events.scheduled_events_fleet_approve#module:timeout).
+        type: float
+        default: 120
+      subscriptions:
+        description:
+          - The subscriptions to read; by default this VM's, from its ARM id, or every subscription the identity can
+            read when the ARM id is not known.
+        type: list
+        elements: str
+        aliases: [subscription_ids]
+      resource_groups:
+        description:
+          - The resource groups to read; by default this VM's, from its ARM id.
+        type: list
+        elements: str
+      page_size:
+        description: See O(azure_maintenance.scheduled_events.scheduled_events_fleet_approve#module:page_size).
+        type: int
+        default: 1000
+      list_form:
+        description: See O(azure_maintenance.scheduled_events.scheduled_events_fleet_approve#module:list_form).
+        type: bool
+        default: true
 notes:
   - IMDS answers HTTP 200 to the approval of a valid event id even when another VM approved it already.
   - When an event leaves the document between reading it and approving (IMDS then refuses the whole request), the
@@ -162,6 +249,14 @@ EXAMPLES = r'''
   azure_maintenance.scheduled_events.scheduled_events_approve:
     endpoint: http://127.0.0.1:18101/metadata/scheduledevents
     event_sources: [User]
+
+- name: Approve this VM's User events through Azure Resource Manager, without reaching the VM
+  azure_maintenance.scheduled_events.scheduled_events_approve:
+    via: arm
+    event_sources: [User]
+    arm:
+      auth_source: msi
+  register: approval
 
 - name: Approve every event of this VM (all five types must be named)
   azure_maintenance.scheduled_events.scheduled_events_approve:
@@ -266,7 +361,8 @@ resource_name:
   type: str
   sample: WestNO_0
 resource_name_source:
-  description: Where RV(resource_name) came from, V(option), V(imds) or V(hostname).
+  description: Where RV(resource_name) came from, V(option), V(imds) or V(hostname); with O(via=arm), V(option) or
+    V(inventory).
   returned: always
   type: str
   sample: imds
@@ -282,6 +378,20 @@ last_statuses:
   returned: always
   type: dict
   sample: {C7061BAC-AFDC-4513-B24B-AA5F13A16123: Started}
+via:
+  description: How the approval travelled, V(imds) or V(arm).
+  returned: always
+  type: str
+  sample: imds
+acknowledged_arm_ids:
+  description: With O(via=arm), the ARM ids acknowledged, one per event.
+  returned: when O(via=arm)
+  type: list
+  elements: str
+list_requests:
+  description: With O(via=arm), how many list-form requests acknowledged several events at once.
+  returned: when O(via=arm)
+  type: int
 '''
 
 from ansible.module_utils.basic import AnsibleModule
@@ -308,6 +418,12 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
     ImdsHttpError,
     InvalidParameterError,
     ScheduledEventsError,
+)
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_fleet_approval import (
+    APPROVE_ARM_SUBOPTIONS,
+    VIA_ARM,
+    VIA_CHOICES,
+    VIA_IMDS,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_identity import (
     resolve_resource_name,
@@ -339,6 +455,8 @@ def module_argument_spec():
         wait={'type': 'str', 'choices': list(WAIT_CHOICES), 'default': WAIT_NONE},
         wait_timeout={'type': 'float', 'default': DEFAULT_WAIT_TIMEOUT},
         poll_interval={'type': 'float', 'default': DEFAULT_POLL_INTERVAL},
+        via={'type': 'str', 'choices': list(VIA_CHOICES), 'default': VIA_IMDS},
+        arm={'type': 'dict', 'options': APPROVE_ARM_SUBOPTIONS},
     )
 
 
@@ -350,7 +468,8 @@ class Approval(object):
         self.client = client
         self.selection = selection
         self.result = {'changed': False, 'approved': [], 'skipped_events': [], 'document_incarnation': None, 'events': [],
-                       'resource_name': None, 'resource_name_source': None, 'waited': 0.0, 'last_statuses': {}}
+                       'resource_name': None, 'resource_name_source': None, 'waited': 0.0, 'last_statuses': {},
+                       'via': VIA_IMDS}
         self.followed = []
         self.latest_document = None
         self.warned = set()
@@ -487,6 +606,13 @@ def run_module(module, make_client=None):
     one whose requests run on a Windows target through win_uri.
     """
     make_client = make_client or client_from_options
+    if module.params.get('via') == VIA_ARM:
+        # The module runs on the managed node, which has no Azure credentials;
+        # the action plugin of the same name approves through ARM instead.
+        module.fail_json(msg='via=arm is carried out on the controller by the action plugin '
+                             'azure_maintenance.scheduled_events.scheduled_events_approve, which this run did not use; '
+                             'run the task by its full name from a playbook or ansible -m')
+        return
     try:
         selection = validated_selection(module.params)
         client = make_client(module.params)

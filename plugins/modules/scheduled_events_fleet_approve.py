@@ -207,6 +207,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_fleet_approval import (
     ACK_API_VERSION,
     ACK_LIST_API_VERSION,
+    LIST_FORM_SPEC,
     ack_batches,
     ack_list_path,
     ack_path,
@@ -234,7 +235,7 @@ def module_argument_spec():
         'wait': {'type': 'str', 'default': WAIT_NONE, 'choices': list(WAIT_CHOICES)},
         'wait_timeout': {'type': 'float', 'default': 1800.0},
         'poll_interval': {'type': 'float', 'default': 5.0},
-        'list_form': {'type': 'bool', 'default': True},
+        'list_form': LIST_FORM_SPEC,
     })
     return spec
 
@@ -313,15 +314,26 @@ class FleetApproval(object):
                                       **self.result)
             self.client.pause(params['poll_interval'])
 
+    def selection(self):
+        """What the task selects; a fleet approval has no "this VM", so its scope is every VM."""
+        params = self.params
+        return validate_selection(params['event_ids'], params['event_types'], params['event_sources'],
+                                  params['max_duration'], SCOPE_ALL, False, params['missing'])
+
+    def plan(self, events, selection):
+        return plan_fleet_approval(events, selection, self.params['vm_names'], self.params['allowed_vms'])
+
+    def reported_events(self, events, plan):
+        """The events the result lists: those selected (approved or skipped)."""
+        return plan.approve + [event for event in events
+                               if any(entry['event_id'] == event['event_id'] for entry in plan.skipped)]
+
     def run(self):
         params = self.params
-        selection = validate_selection(params['event_ids'], params['event_types'], params['event_sources'],
-                                       params['max_duration'], SCOPE_ALL, False, params['missing'])
+        selection = self.selection()
         events = self.read(selection.event_ids)
-        plan = plan_fleet_approval(events, selection, params['vm_names'], params['allowed_vms'])
-        self.result['events'] = plan.approve + [event for event in events
-                                                if any(entry['event_id'] == event['event_id']
-                                                       for entry in plan.skipped)]
+        plan = self.plan(events, selection)
+        self.result['events'] = self.reported_events(events, plan)
         self.result['skipped_events'] = list(plan.skipped)
         self.acknowledge(plan)
         followed = list(self.result['approved']) + [entry['event_id'] for entry in plan.skipped
@@ -332,12 +344,17 @@ class FleetApproval(object):
         return self.result
 
 
-def run_module(module, client=None):
+def run_module(module, client=None, make_runner=FleetApproval):
+    """Approve as the parameters say and exit with the result; every error becomes fail_json.
+
+    ``make_runner(module, client)`` builds the FleetApproval (or subclass) to
+    run: scheduled_events_approve's ``via: arm`` passes one made for its host's VM.
+    """
     runner = None
     try:
         if module.params['poll_interval'] <= 0 or module.params['wait_timeout'] < 0:
             module.fail_json(msg='poll_interval must be more than 0 and wait_timeout 0 or more seconds')
-        runner = FleetApproval(module, client or client_from_options(module.params))
+        runner = make_runner(module, client or client_from_options(module.params))
         result = runner.run()
     except ScheduledEventsError as exc:
         module.fail_json(msg=exc.message, **(runner.result if runner is not None else {}))

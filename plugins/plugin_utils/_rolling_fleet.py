@@ -69,6 +69,10 @@ def vm_arm_id(value):
     return (prefix + 'virtualmachinescalesets/%s/virtualmachines/%s' % (parts['scale_set'], parts['instance'])).lower()
 
 
+# The host variables host_identity reads: ours, then those of the azure_rm inventory.
+IDENTITY_VARIABLES = ('azure_scheduled_events_arm_id', 'id', 'azure_scheduled_events_resource_name', 'name')
+
+
 def host_identity(variables, inventory_resource_name=None):
     """``{'resource_name', 'arm_id'}`` of a host from its variables (either may be None)."""
     variables = variables or {}
@@ -129,7 +133,7 @@ def _resolve(name, rows):
     return None
 
 
-def _resources_as_the_run_names_them(event, identities):
+def resources_as_named(event, identities):
     """The event's Resources, with a VM that only shares its name with a host's VM replaced by its ARM id."""
     rows = [parts for parts in (parse_arm_event_id(arm_id) for arm_id in event.get('arm_ids') or []) if parts]
     by_name = dict((identity['resource_name'].lower(), identity) for identity in identities.values()
@@ -178,7 +182,7 @@ def fleet_observation(read, identities, hosts, state=None):
                     record['times'].get('approved') is not None:
                 continue
             status = 'Started'
-        resources = _resources_as_the_run_names_them(event, identities)
+        resources = resources_as_named(event, identities)
         mine = [host_of[name.lower()] for name in resources if name.lower() in host_of]
         if status == 'Started':
             impacted.update(mine)

@@ -157,6 +157,10 @@ class ScheduledEventsAction(ActionBase):
         del tmp  # tmp no longer has any effect
         task_vars = task_vars or {}
         try:
+            elsewhere = self._run_without_the_target(task_vars)
+            if elsewhere is not None:
+                result.update(elsewhere)
+                return result
             setting = self._templar.template(task_vars.get(PATH_VARIABLE))
             path = choose_path(getattr(self._connection._shell, 'SHELL_FAMILY', None), setting,
                                local=is_local_connection(self._connection), asynchronous=bool(self._task.async_val))
@@ -177,6 +181,11 @@ class ScheduledEventsAction(ActionBase):
         except AnsibleAction as exc:
             result.update(exc.result)
         return result
+
+    def _run_without_the_target(self, task_vars):
+        """A result for a task that sends nothing to the target (``via: arm``), or None to read or approve there."""
+        del task_vars
+        return None
 
     def _run_in_controller(self):
         """The module's code in this process, with the core's own transport (local connections only)."""

@@ -77,12 +77,35 @@ class FleetWorld:
         base.update(args)
         return base
 
+    def ansible_env(self):
+        """The environment of an ansible or ansible-playbook run: this collection, and every folder in the test's."""
+        return dict(os.environ, ANSIBLE_COLLECTIONS_PATH=self.collections, ANSIBLE_STDOUT_CALLBACK='minimal',
+                    ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='0',
+                    ANSIBLE_INVENTORY_UNPARSED_WARNING='0', ANSIBLE_HOME=os.path.join(self.work_dir, 'ansible-home'),
+                    ANSIBLE_LOCAL_TEMP=os.path.join(self.work_dir, 'ansible-tmp'))
+
+    def run_playbook(self, playbook, inventory, check=False, extra_vars=None):
+        """Run ``playbook`` (a list of plays) over ``inventory`` (a YAML-able dict); the finished process."""
+        paths = []
+        for name, content in (('playbook.yml', playbook), ('inventory.yml', inventory)):
+            path = os.path.join(self.work_dir, name)
+            with open(path, 'w', encoding='utf-8') as handle:
+                json.dump(content, handle)  # JSON is YAML
+            paths.append(path)
+        command = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', paths[1], paths[0],
+                   '-e', json.dumps(dict(extra_vars or {}, ansible_python_interpreter=sys.executable))]
+        if check:
+            command.append('--check')
+        return subprocess.run(command, capture_output=True, text=True, env=self.ansible_env(),
+                              timeout=_RUN_TIMEOUT_SECONDS, check=False, stdin=subprocess.DEVNULL)
+
+    def imds_requests(self):
+        """``{vm: requests}`` the VMs' IMDS received."""
+        return dict((vm['name'], vm['request_count']) for vm in self.control.state()['vms'] if vm['request_count'])
+
     def run(self, module, check=False, **args):
         """The result of ``module`` run once on localhost with the ARM options plus ``args``."""
-        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=self.collections, ANSIBLE_STDOUT_CALLBACK='minimal',
-                   ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='0',
-                   ANSIBLE_INVENTORY_UNPARSED_WARNING='0', ANSIBLE_HOME=os.path.join(self.work_dir, 'ansible-home'),
-                   ANSIBLE_LOCAL_TEMP=os.path.join(self.work_dir, 'ansible-tmp'))
+        env = self.ansible_env()
         command = [_ANSIBLE, 'localhost', '-c', 'local', '-e', 'ansible_python_interpreter=' + sys.executable,
                    '-m', 'azure_maintenance.scheduled_events.' + module, '-a', json.dumps(self.arm_args(**args))]
         if check:
