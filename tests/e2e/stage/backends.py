@@ -12,6 +12,10 @@ server) when an event hits a VM and when it ends:
 - Reboot, Redeploy and the others: the VM goes away. Requests in flight are
   cut (connection reset) and new connections are refused until the impact
   ends. A load balancer with retries resends those to another server.
+
+Impacts can overlap on one VM (a User reboot during a Freeze): the backend
+keeps every impact running on it and is down while any restart runs, frozen
+while only freezes run, and up once the last one has ended.
 """
 
 import http.server
@@ -107,6 +111,10 @@ class Backend:
         self._running.set()
         self._listener = None
         self._thread = None
+        # event id -> event type, for every impact running on this VM now;
+        # its own lock, as closing the listener waits for request threads.
+        self._impacts = {}
+        self._impacts_lock = threading.Lock()
 
     @property
     def url(self):
@@ -135,19 +143,32 @@ class Backend:
             self._thread.join(5)
             self._listener = None
 
-    def freeze(self):
-        self._running.clear()
-        self.state = 'frozen'
+    def begin_impact(self, event_id, event_type):
+        with self._impacts_lock:
+            self._impacts[event_id] = event_type
+            self._apply()
 
-    def crash(self):
-        self._close_listener()
-        self.state = 'down'
+    def end_impact(self, event_id):
+        with self._impacts_lock:
+            self._impacts.pop(event_id, None)
+            self._apply()
 
-    def recover(self):
-        if self.state == 'down':
+    def _apply(self):
+        """Put the backend in the state its running impacts make (called with the impacts lock held)."""
+        types = set(self._impacts.values())
+        if types - {'Freeze'}:
+            self._running.set()
+            self._close_listener()
+            self.state = 'down'
+            return
+        if self._listener is None:
             self.start()
-        self._running.set()
-        self.state = 'up'
+        if types:
+            self._running.clear()
+            self.state = 'frozen'
+        else:
+            self._running.set()
+            self.state = 'up'
 
     def stop(self):
         self._running.set()
@@ -205,12 +226,9 @@ class BackendFleet:
         if backend is None:
             return  # a VM outside the inventory: not ours to serve
         if phase == 'start':
-            if event_type == 'Freeze':
-                backend.freeze()
-            else:
-                backend.crash()
+            backend.begin_impact(event_id, event_type)
         elif phase == 'end':
-            backend.recover()
+            backend.end_impact(event_id)
 
     def impact_log(self):
         with self._lock:
