@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_select import event_id_key
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._fleet import (
     host_results,
     merge_fleet_events,
@@ -167,9 +168,15 @@ def rolling_results(actions, hostvars, phase, fact='_rolling_step'):
                 continue
             error = reported.get(name, 'no result from %s (unreachable, or its tasks were interrupted)' % host)
             if name == 'approve':
+                posted = reported.get('approved_ids')
+                posted = None if posted is None else set(event_id_key(event_id) for event_id in posted)
                 for event_id in asked['approve']:
                     results['approve'][event_id] = error
-                    if not error and reported.get('approved_at') not in (None, ''):
+                    if not error and posted is not None and event_id_key(event_id) not in posted:
+                        # The task left it alone: it had started (or gone)
+                        # by then, so Azure started it, not this approval.
+                        results.setdefault('not_approved', []).append(event_id)
+                    elif not error and reported.get('approved_at') not in (None, ''):
                         # When the POST was answered, not when the next round looked.
                         results.setdefault('approved_at', {})[event_id] = _epoch(reported['approved_at'])
             else:

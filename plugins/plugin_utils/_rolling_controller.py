@@ -298,6 +298,9 @@ class _Round(object):
             if not entry['drained'] and entry.get('drain_started') is not None:
                 self.state['drain_seconds'] = (self.state['drain_seconds'] + [self.now - entry['drain_started']])[-10:]
             entry['drained'] = True
+        # Events the approve step found already started or gone: no approval
+        # was sent, so they must not be reported as approved by this run.
+        not_approved = set(event_id_key(event_id) for event_id in self.results.get('not_approved') or [])
         for event_id, error in sorted((self.results.get('approve') or {}).items()):
             record = self.state['events'].get(event_id_key(event_id))
             if record is None:
@@ -305,7 +308,7 @@ class _Round(object):
             record['approval_attempts'] += 1
             if error:
                 record['errors'].append('approval: %s' % error)
-            elif record['times']['approved'] is None:
+            elif record['times']['approved'] is None and event_id_key(event_id) not in not_approved:
                 record['times']['approved'] = float((self.results.get('approved_at') or {}).get(event_id, self.now))
         for host, error in sorted((self.results.get('verify') or {}).items()):
             for record in self._records_with(host, (VERIFYING,)):

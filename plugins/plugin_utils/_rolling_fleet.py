@@ -222,7 +222,9 @@ def approval_results(approve, ack, now):
                 results['approve'][event_id] = ''
                 results['approved_at'][event_id] = now
             elif key in done:
+                # Started, over or gone before the acknowledge: not this run's approval.
                 results['approve'][event_id] = ''
+                results.setdefault('not_approved', []).append(event_id)
             elif key in skipped:
                 results['approve'][event_id] = 'not acknowledged through ARM (%s)' % skipped[key].get('reason')
             else:

@@ -78,6 +78,16 @@ def test_results_report_missing_answers_as_errors_and_approval_times():
     assert released['undrain'] == {'h1': 'no result from h1 (unreachable, or its tasks were interrupted)'}
 
 
+def test_an_event_the_approve_task_left_alone_is_not_approved():
+    # The task reports approved_ids: what it POSTed. An asked event missing
+    # there had already started (or gone) when the task read the document.
+    actions = {'hosts': {'h0': {'drain': False, 'verify': False, 'approve': ['E1', 'E2'], 'undrain': False}}}
+    hostvars = {'h0': {'_rolling_step': {'approve': '', 'approved_at': '123.5', 'approved_ids': ['e1']}}}
+    released = rolling_results(actions, hostvars, 'release')
+    assert released['approve'] == {'E1': '', 'E2': ''}
+    assert released['approved_at'] == {'E1': 123.5} and released['not_approved'] == ['E2']
+
+
 def test_approval_time_is_when_the_post_was_answered():
     hostvars = {'h0': {'info': info('vm_0', [EVENT])}, 'h1': {'info': info('vm_1')}}
     first = rolling_reconcile(None, setup(), {}, hostvars=hostvars, result_key='info', answering=['h0', 'h1'], now=100)

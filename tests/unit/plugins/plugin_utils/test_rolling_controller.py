@@ -64,12 +64,13 @@ def observation(events, unknown=(), hosts=None, guessed=()):
 class Loop(object):
     """Runs rounds as the playbook does: observe+plan, drain+verify, plan, approve+undrain."""
 
-    def __init__(self, setup=None, failing=None, **options):
+    def __init__(self, setup=None, failing=None, too_late=(), **options):
         self.setup = setup or make_setup()
         self.options = options
         self.state = None
         self.results = {}
         self.failing = failing or {}      # (action, host) -> error
+        self.too_late = set(too_late)     # event ids the approve task finds already started
         self.log = []                     # (round time, action, host or event id)
 
     def round(self, now, events, unknown=(), guessed=()):
@@ -89,6 +90,8 @@ class Loop(object):
         for host, ids in second['approve'].items():
             for event_id in ids:
                 self.results['approve'][event_id] = self.failing.get(('approve', event_id), '')
+                if event_id in self.too_late:
+                    self.results.setdefault('not_approved', []).append(event_id)
                 self.log.append((now, 'approve', event_id))
         for host in second['undrain']:
             self.results['undrain'][host] = ''
@@ -504,6 +507,19 @@ class TestOutcomes:
         assert loop.did('verify') == ['w0']
         assert loop.did('undrain') == ['w0']
         assert rc.outcome_of(loop.record('F')) == 'foreign'
+
+    def test_an_event_the_approval_found_started_is_not_reported_as_approved(self):
+        # The round that approves can come after NotBefore (a slow drain or
+        # verify held it): the approve task then finds the event Started and
+        # sends nothing. Azure started it; the report must not say approved.
+        loop = Loop(too_late={'E'})
+        freeze = ev('E', ['web_0'], not_before=T0 + 4)
+        loop.round(T0, [freeze])
+        assert loop.did('approve') == ['E']
+        loop.round(T0 + 5, [dict(freeze, event_status='Started', not_before=None)])
+        record = loop.record('E')
+        assert record['times']['approved'] is None and record['outcome'] == 'started_by_azure'
+        assert record['undrained_at_start'] == []
 
     def test_event_gone_before_its_not_before_is_cancelled_not_started(self):
         loop = Loop()

@@ -128,7 +128,7 @@ def test_approval_results_from_the_acknowledge_result():
            'failed': True, 'msg': 'HTTP 500'}
     results = rf.approval_results(approve, ack, T0)
     assert results['approve']['A'] == '' and results['approved_at'] == {'A': T0}
-    assert results['approve']['B'] == ''
+    assert results['approve']['B'] == '' and results['not_approved'] == ['B']
     assert 'foreign_vms' in results['approve']['C'] and 'HTTP 500' in results['approve']['D']
 
 
