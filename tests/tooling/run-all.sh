@@ -6,7 +6,7 @@
 # ansible-core minors, ansible-lint, sanity and integration on the oldest
 # minor, 2.16). Then the rolling-maintenance runs, in two lanes of their own:
 # the system tests on this venv's core (2.19) and the rolling playbook on 2.16
-# (every scenario), 2.17 and 2.18 (tests/tooling/run-matrix.sh "rolling" jobs).
+# (every task file and plugin it runs), 2.17 and 2.18 (tests/tooling/run-matrix.sh "rolling" jobs).
 # Last and alone, the end-to-end runs (HAProxy under load, ansible-runner).
 # Each stage writes its own log, printed whole when the stage ends, and a
 # summary with the time of each stage closes the run. A failing stage does not stop
