@@ -43,8 +43,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils
     resources_as_named,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._scheduled_events_action import (
-    ControllerModule,
-    ModuleExit,
+    run_on_controller,
 )
 
 SOURCE_OPTION = 'option'
@@ -144,17 +143,10 @@ def approve_via_arm(params, check_mode, variables, client=None):
         fleet = fleet_parameters(params, identity)
     except ScheduledEventsError as exc:
         return {'failed': True, 'msg': exc.message, 'changed': False, 'via': VIA_ARM}
-    module = ControllerModule(fleet, check_mode)
 
     def make_runner(module, arm_client):
         return ThisVmArmApproval(module, arm_client, identity, source, params['scope'], params['leader_only'])
 
-    try:
-        scheduled_events_fleet_approve.run_module(module, client=client, make_runner=make_runner)
-    except ModuleExit as exc:
-        result = exc.result
-    else:  # pragma: no cover - run_module always exits
-        result = {'failed': True, 'msg': 'scheduled_events_approve via=arm ended without a result'}
-    if module.warnings:
-        result['warnings'] = list(result.get('warnings') or []) + module.warnings
-    return result
+    return run_on_controller(
+        lambda module: scheduled_events_fleet_approve.run_module(module, client=client, make_runner=make_runner),
+        fleet, check_mode, 'scheduled_events_approve via=arm')

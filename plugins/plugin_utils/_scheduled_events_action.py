@@ -118,18 +118,31 @@ class ControllerModule(object):
         raise ModuleExit(result)
 
 
-def run_module_code(module_code, params, check_mode, transport):
-    """Run a module's ``run_module`` with ``transport`` under its client; return ``(result, warnings)``."""
-    module = ControllerModule(params, check_mode)
+def run_on_controller(run, params, check_mode, name):
+    """Run ``run(module)`` (a module's ``run_module`` with its other arguments bound) with a ControllerModule.
 
+    Returns the result the module exited with, its warnings included, as the
+    task would have registered it from the module.
+    """
+    module = ControllerModule(params, check_mode)
+    try:
+        run(module)
+    except ModuleExit as exc:
+        result = exc.result
+    else:
+        raise AnsibleActionFail('%s ended without a result' % name)
+    if module.warnings:
+        result['warnings'] = list(result.get('warnings') or []) + module.warnings
+    return result
+
+
+def run_module_code(module_code, params, check_mode, transport):
+    """Run a module's ``run_module`` with ``transport`` under its client; return its result."""
     def make_client(options):
         return client_from_options(options, transport=transport)
 
-    try:
-        module_code.run_module(module, make_client=make_client)
-    except ModuleExit as exc:
-        return exc.result, module.warnings
-    raise AnsibleActionFail('%s ended without a result' % module_code.__name__)
+    return run_on_controller(lambda module: module_code.run_module(module, make_client=make_client), params,
+                             check_mode, module_code.__name__)
 
 
 def target_host_name(task_vars):
@@ -190,10 +203,7 @@ class ScheduledEventsAction(ActionBase):
     def _run_in_controller(self):
         """The module's code in this process, with the core's own transport (local connections only)."""
         params = validated_params(self.module_code.module_argument_spec(), self._task.args, self.MODULE)
-        result, warnings = run_module_code(self.module_code, params, bool(self._task.check_mode), None)
-        if warnings:
-            result['warnings'] = list(result.get('warnings') or []) + warnings
-        return result
+        return run_module_code(self.module_code, params, bool(self._task.check_mode), None)
 
     def _run_remote_http(self, http_module, task_vars):
         if self._task.async_val:
@@ -207,9 +217,7 @@ class ScheduledEventsAction(ActionBase):
 
         transport = RemoteHttpTransport(run_http_module, http_module,
                                         sender_host_name=lambda: target_host_name(task_vars))
-        result, warnings = run_module_code(self.module_code, params, bool(self._task.check_mode), transport)
-        if warnings:
-            result['warnings'] = list(result.get('warnings') or []) + warnings
+        result = run_module_code(self.module_code, params, bool(self._task.check_mode), transport)
         if result.get('failed') and transport.target_failure is not None:
             # The host, not IMDS, was out of reach: report it the way Ansible does.
             result['unreachable'] = True

@@ -175,11 +175,11 @@ def run_module(module_code, target, clock, check_mode=False, **args):
 
     _scheduled_events_action.client_from_options = timed_client
     try:
-        result, warnings = _scheduled_events_action.run_module_code(module_code, params, check_mode, transport)
+        result = _scheduled_events_action.run_module_code(module_code, params, check_mode, transport)
     finally:
         _scheduled_events_action.client_from_options = original
     result.setdefault('failed', False)
-    return result, warnings, transport
+    return result, list(result.get('warnings') or []), transport
 
 
 class TestRequestArguments(object):
