@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters behind playbooks/rolling_maintenance.yml: rolling_setup, rolling_reconcile,
-rolling_results, rolling_report, rolling_host_status, rolling_event_row.
+rolling_results, rolling_stop_reason, rolling_report, rolling_host_status, rolling_event_row.
 
 Their documentation is in the .yml file named after each filter; the logic is
 in plugin_utils/_rolling.py and plugin_utils/_rolling_controller.py. These
@@ -31,6 +31,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils
     build_setup,
     event_row,
     host_status,
+    stop_reason,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling_controller import (
     APPROVING,
@@ -202,6 +203,16 @@ def rolling_host_status(per_host, result_key, hosts):
     return host_status(host_results(per_host, hosts=hosts, result_key=result_key), hosts)
 
 
+def rolling_stop_reason(plan, options, started_at, check_mode=False):
+    """Why the run ends after this round ('' to go on)."""
+    plan = _mapping(plan, 'plan', 'rolling_stop_reason')
+    if 'state' not in plan or 'now' not in plan:
+        raise AnsibleFilterError('rolling_stop_reason: the input must be a plan made by rolling_reconcile or '
+                                 'rolling_fleet_reconcile')
+    return stop_reason(plan, _mapping(options, 'options', 'rolling_stop_reason'), _epoch(started_at),
+                       bool(check_mode))
+
+
 def rolling_event_row(event):
     """A table row about one event, for maintenance_overview.yml."""
     return event_row(_mapping(event, 'event', 'rolling_event_row'))
@@ -217,4 +228,5 @@ class FilterModule(object):
             'rolling_report': rolling_report,
             'rolling_host_status': rolling_host_status,
             'rolling_event_row': rolling_event_row,
+            'rolling_stop_reason': rolling_stop_reason,
         }

@@ -254,6 +254,33 @@ OBSOLETE_VARIABLES = {
 }
 
 
+CHECK_MODE_STOP = 'check mode: the plan above is what a run would do now; nothing was drained or approved'
+
+
+def stop_reason(plan, options, started_at, check_mode=False):
+    """Why the run ends after the round that made ``plan``, or '' to go on.
+
+    In order: check mode (one round shows the plan), the time budget spent
+    (``time_budget_seconds`` since ``started_at``), nothing pending for
+    ``settle_seconds`` since the last change (or the start), and
+    ``max_rounds`` rounds observed. The rounds are the planner's
+    observations (``state.rounds``), so that a round the fleet plane watch
+    made without the hosts counts like any other.
+    """
+    if check_mode:
+        return CHECK_MODE_STOP
+    now = float(plan['now'])
+    started_at = float(started_at)
+    state = plan['state']
+    if now - started_at >= float(options['time_budget_seconds']):
+        return 'time budget of %s s spent' % options['time_budget_seconds']
+    if plan['settled'] and now - float(state.get('last_change') or started_at) >= float(options['settle_seconds']):
+        return 'nothing pending for %s s' % options['settle_seconds']
+    if int(state.get('rounds') or 0) >= int(float(options['max_rounds'])):
+        return 'stopped after %d rounds (rolling_max_rounds)' % int(state.get('rounds') or 0)
+    return ''
+
+
 def check_variable_names(names, problems):
     """Report misspelled ``rolling_*`` variables as problems; return warnings about obsolete ones."""
     warnings, unknown = [], []

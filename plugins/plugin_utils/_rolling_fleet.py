@@ -241,3 +241,41 @@ def without_approvals(actions):
         if asked.get('drain') or asked.get('verify') or asked.get('undrain'):
             hosts[host] = asked
     return dict(actions, approve={}, hosts=hosts)
+
+
+def needs_the_hosts(plan):
+    """Whether the round that made ``plan`` has anything for the hosts or the user: a host to drain,
+    verify, approve from or undrain, an event to acknowledge, a change to say, or a host not seen."""
+    return bool(plan.get('participants') or (plan.get('actions') or {}).get('approve') or plan.get('messages')
+                or plan.get('warnings') or plan.get('unknown'))
+
+
+def watch_fleet(state, results, read, plan_round, stop_reason_of, poll_interval_seconds, clock, sleep,
+                check_mode=False):
+    """Observe and plan, round after round, without the hosts, until a round needs them or the run must stop.
+
+    With the fleet plane a round that only observes needs no host: one read
+    of Resource Graph sees every VM, and the planner decides in Python. Such
+    rounds run here, ``poll_interval_seconds`` apart, at the cost of one read
+    and one pass of the planner, whatever the size of the fleet. The first
+    round that has something for the hosts (see ``needs_the_hosts``), or after
+    which the run stops (``stop_reason_of(plan)`` not empty), is returned to
+    the playbook, which acts on it. The rounds bound the loop: every round
+    counts towards ``max_rounds``, and the time budget ends it too.
+
+    ``read()`` returns a scheduled_events_fleet_info result; ``plan_round(state,
+    read, results)`` a plan; ``results`` (what the hosts reported since the
+    last round) feed the first round only. Returns ``{'plan', 'rounds', 'stop'}``.
+    """
+    rounds = 0
+    while True:
+        plan = plan_round(state, read(), results)
+        rounds += 1
+        results = {}
+        stop = stop_reason_of(plan)
+        if check_mode or stop or needs_the_hosts(plan):
+            return {'plan': plan, 'rounds': rounds, 'stop': stop}
+        state = plan['state']
+        pause = float(plan['now']) + float(poll_interval_seconds) - clock()
+        if pause > 0:
+            sleep(pause)

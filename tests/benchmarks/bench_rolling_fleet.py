@@ -9,11 +9,15 @@ For each fleet size N (one inventory group, local connection, drain, verify
 and undrain tasks that do nothing, a simulator with its ARM facade on ports
 the kernel chooses, its clock at real speed, Resource Graph quota off):
 
-1. Round time: ``rolling_maintenance`` with ``rolling_source:
-   resource_graph`` and nothing to do for --idle-rounds rounds; its wall time
-   from first round to report divided by its rounds (the report's figures).
+1. Round time: the cost of one more round with nothing to do. Two runs of
+   ``rolling_maintenance`` with ``rolling_source: resource_graph`` and no
+   event stop after --few-rounds and --many-rounds rounds, polling back to
+   back; the difference of their wall times (the report's) divided by the
+   difference of their rounds, so that what every run costs once (start,
+   setup, the last round's host tasks, the report) cancels out.
 2. Wall time: a run in which a User Freeze on one VM is drained, approved
-   through ARM, verified and undrained, from ansible-playbook start to exit.
+   through ARM, verified and undrained, from ansible-playbook start to exit;
+   and the event's detection-to-approval time from the run's report.
 3. The controller's share of a round: one Resource Graph read of the whole
    fleet plus the planner (``rolling_fleet_reconcile``), in-process, median
    of 3; what the fleet plane itself costs, with Ansible's per-host task
@@ -94,19 +98,31 @@ def measure_controller(size):
             return controller_share(world, workdir)
 
 
-def measure(world_class, size, forks, idle_rounds):
+# Idle runs poll back to back, so that a round's figure is its work, not the poll interval.
+IDLE_POLL_SECONDS = 0.01
+
+
+def idle_run_seconds(world, settings, rounds):
+    """Wall seconds (the report's) of a run with nothing to do that stops after ``rounds`` rounds."""
+    run = world.run_playbook(timeout=3600, rolling_group_settings=settings, rolling_max_rounds=rounds,
+                             rolling_settle_seconds=10 ** 6, rolling_poll_interval_seconds=IDLE_POLL_SECONDS)
+    if run.returncode != 0 or not run.report or run.report['run']['rounds'] != rounds:
+        raise RuntimeError('the idle run of %d rounds failed:\n%s' % (rounds, run.output[-3000:]))
+    return run.report['run']['wall_seconds']
+
+
+def measure(world_class, size, forks, few_rounds, many_rounds):
     figures = {'hosts': size}
     with tempfile.TemporaryDirectory(prefix='bench-rolling-fleet-') as workdir:
         with world_class(workdir, fleet(size), forks=forks) as world:
             world.control.set_throttle(enabled=False)
             settings = dict((group, {'max_unavailable': spec['max_unavailable']})
                             for group, spec in world.groups.items())
-            idle = world.run_playbook(timeout=3600, rolling_group_settings=settings, rolling_max_rounds=idle_rounds,
-                                      rolling_settle_seconds=10 ** 6, rolling_poll_interval_seconds=1)
-            if idle.returncode != 0 or not idle.report:
-                raise RuntimeError('the idle run at %d failed:\n%s' % (size, idle.output[-3000:]))
-            figures['round'] = idle.report['run']['wall_seconds'] / max(idle.report['run']['rounds'], 1)
-            figures['idle_rounds'] = idle.report['run']['rounds']
+            # The cost of one more round: what a run's fixed costs (start, setup, report) cancel out of.
+            few = idle_run_seconds(world, settings, few_rounds)
+            many = idle_run_seconds(world, settings, many_rounds)
+            figures['round'] = (many - few) / (many_rounds - few_rounds)
+            figures['idle_wall'] = few
             world.start_scenario([{'at_seconds': 2, 'action': 'create_event', 'event_id': USER_EVENT,
                                    'event_type': 'Freeze', 'resources': ['vm_1'], 'event_source': 'User',
                                    'linger_seconds': 5, 'impact_seconds': 1}])
@@ -119,6 +135,7 @@ def measure(world_class, size, forks, idle_rounds):
                 raise RuntimeError('the User event at %d was not approved: %s' % (size, event))
             figures['wall'] = busy.seconds
             figures['rounds'] = busy.report['run']['rounds']
+            figures['seen_to_approved'] = event['_epochs']['approved'] - event['_epochs']['seen']
             if isinstance(world, FleetRollingWorld):
                 figures['controller'] = controller_share(world, workdir)
                 figures['imds_requests'] = sum(world.imds_requests().values())
@@ -130,19 +147,25 @@ def main():
     parser.add_argument('--sizes', default='100,500,1000')
     parser.add_argument('--imds-sizes', default='10,50,100')
     parser.add_argument('--forks', type=int, default=50)
-    parser.add_argument('--idle-rounds', type=int, default=3)
+    parser.add_argument('--few-rounds', type=int, default=2)
+    parser.add_argument('--many-rounds', type=int, default=12)
     parser.add_argument('--controller-sizes', default='100,500,1000',
                         help='sizes at which to measure the controller share alone (no playbook run)')
     args = parser.parse_args()
     print('Method: per size, a simulator (speed 1, throttle and Resource Graph quota off) and a local-connection '
-          'inventory of one group; drain/verify/undrain tasks do nothing; forks %d; round = idle run wall / rounds '
-          '(%d rounds); wall = ansible-playbook start to exit of a run with one User Freeze approved; controller '
-          'share = in-process Resource Graph read + planner, median of 3. Load average at start %s'
-          % (args.forks, args.idle_rounds, ' '.join('%.1f' % value for value in os.getloadavg())))
+          'inventory of one group; drain/verify/undrain tasks do nothing; forks %d; round = the cost of one more '
+          'round with nothing to do: (wall of an idle run of %d rounds - wall of one of %d) / %d, both polling back '
+          'to back (%.2f s); wall = ansible-playbook start to exit of a run with one User Freeze approved, and its '
+          'rounds; seen->approved from its report; controller share = in-process Resource Graph read + planner, '
+          'median of 3. Load average at start %s'
+          % (args.forks, args.many_rounds, args.few_rounds, args.many_rounds - args.few_rounds, IDLE_POLL_SECONDS,
+             ' '.join('%.1f' % value for value in os.getloadavg())))
     for size in [int(value) for value in args.imds_sizes.split(',') if value]:
-        figures = measure(RollingWorld, size, args.forks, args.idle_rounds)
-        print('IMDS  %5d hosts: round %6.1f s | wall %6.1f s (%d rounds)'
-              % (size, figures['round'], figures['wall'], figures['rounds']))
+        figures = measure(RollingWorld, size, args.forks, args.few_rounds, args.many_rounds)
+        print('IMDS  %5d hosts: round %6.2f s | idle run of %d rounds %6.1f s | wall %6.1f s (%d rounds) | '
+              'seen->approved %.1f s'
+              % (size, figures['round'], args.few_rounds, figures['idle_wall'], figures['wall'], figures['rounds'],
+                 figures['seen_to_approved']))
         sys.stdout.flush()
     for size in [int(value) for value in args.controller_sizes.split(',') if value]:
         print('fleet %5d VMs:   controller share of a round %.2f s (Resource Graph read of %d events + planner)'
@@ -150,15 +173,16 @@ def main():
         sys.stdout.flush()
     biggest = None
     for size in [int(value) for value in args.sizes.split(',') if value]:
-        figures = measure(FleetRollingWorld, size, args.forks, args.idle_rounds)
+        figures = measure(FleetRollingWorld, size, args.forks, args.few_rounds, args.many_rounds)
         biggest = figures
-        print('fleet %5d VMs:   round %6.1f s | wall %6.1f s (%d rounds) | controller share of a round %.2f s | '
-              'IMDS requests %d' % (size, figures['round'], figures['wall'], figures['rounds'], figures['controller'],
-                                    figures['imds_requests']))
+        print('fleet %5d VMs:   round %6.2f s | idle run of %d rounds %6.1f s | wall %6.1f s (%d rounds) | '
+              'seen->approved %.1f s | controller share of a round %.2f s | IMDS requests %d'
+              % (size, figures['round'], args.few_rounds, figures['idle_wall'], figures['wall'], figures['rounds'],
+                 figures['seen_to_approved'], figures['controller'], figures['imds_requests']))
         sys.stdout.flush()
     print('Load average at end %s' % ' '.join('%.1f' % value for value in os.getloadavg()))
     if biggest is not None:
-        print('fleet-plane round at %d VMs: %.1f s (goal < 5 s at 1,000): %s; controller share %.2f s'
+        print('fleet-plane round at %d VMs: %.2f s (goal < 5 s at 1,000): %s; controller share %.2f s'
               % (biggest['hosts'], biggest['round'], 'met' if biggest['round'] < 5 else 'NOT met',
                  biggest['controller']))
     return 0

@@ -61,3 +61,21 @@ def test_four_events_at_once_over_the_fleet_plane(tmp_path):
             assert event['times']['verified'] and event['times']['undrained']
         for host, steps in world.steps().items():
             assert steps[-1][1] == 'undrain', (host, steps)
+
+
+ACT_TASK = 'TASK [Drain, verify, approve and undrain where the plan says]'
+
+
+def test_rounds_with_nothing_for_the_hosts_run_no_task_on_them(tmp_path):
+    """Over the fleet plane, a round that only observes is one Resource Graph read on the controller: the per-host
+    tasks run only for a round that has work for a host (here the last, which ends the run), however many
+    rounds there were."""
+    groups = {'web': {'vms': [('web_0', 0), ('web_1', 1), ('web_2', 2)], 'max_unavailable': 1}}
+    with FleetRollingWorld(tmp_path, groups) as world:
+        run = world.run_playbook(env={'ANSIBLE_DISPLAY_SKIPPED_HOSTS': 'true'}, rolling_max_rounds=4,
+                                 rolling_settle_seconds=10 ** 6)
+        assert run.returncode == 0, run.output[-3000:]
+        assert run.report['run']['rounds'] == 4
+        assert run.report['run']['stop_reason'] == 'stopped after 4 rounds (rolling_max_rounds)'
+        assert run.output.count(ACT_TASK) == 1, run.output[-3000:]
+        assert world.imds_requests() == {}
