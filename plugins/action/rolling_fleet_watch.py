@@ -19,11 +19,10 @@ import time
 from ansible.errors import AnsibleAction, AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling import _plain
 from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling_fleet import rolling_fleet_reconcile
-from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm import (
-    ARM_ARGUMENT_SPEC,
-    client_from_options,
-)
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm import client_from_options
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm_options import ARM_ARGUMENT_SPEC
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_errors import ScheduledEventsError
 from ansible_collections.azure_maintenance.scheduled_events.plugins.modules import (
     rolling_fleet_watch,
@@ -58,6 +57,10 @@ def fleet_reader(params, client):
 
 def run_watch(params, check_mode, client=None, clock=time.time, sleep=time.sleep):
     """The task result of rolling_fleet_watch; ``client``, ``clock`` and ``sleep`` are for tests."""
+    # Plain dicts and lists once: on ansible-core 2.19 the arguments arrive as
+    # lazy containers, which every round's planner pass would otherwise walk
+    # (and template, value by value) again.
+    params = _plain(params)
     options = params['options']
     try:
         client = client or client_from_options(params)

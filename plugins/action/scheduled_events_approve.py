@@ -16,7 +16,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleActionFail
 
-from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_fleet_approval import VIA_ARM
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm_options import VIA_ARM
 from ansible_collections.azure_maintenance.scheduled_events.plugins.modules import scheduled_events_approve
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._approve_via_arm import approve_via_arm
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling_fleet import (

@@ -20,6 +20,7 @@ __metaclass__ = type
 import json
 import time
 
+from ._se_arm_options import CLOUDS, DEFAULT_TIMEOUT
 from ._se_errors import InvalidParameterError, ScheduledEventsError
 
 try:
@@ -29,15 +30,8 @@ except ImportError:  # pragma: no cover - Python 2 has no place on the controlle
     HTTPError = Request = build_opener = None
 
 # Cloud name (as azure.azcollection's cloud_environment) -> (ARM endpoint, Entra ID authority host).
-CLOUDS = {
-    'AzureCloud': ('https://management.azure.com', 'https://login.microsoftonline.com'),
-    'AzureChinaCloud': ('https://management.chinacloudapi.cn', 'https://login.chinacloudapi.cn'),
-    'AzureUSGovernment': ('https://management.usgovcloudapi.net', 'https://login.microsoftonline.us'),
-}
-AUTH_SOURCES = ('auto', 'cli', 'env', 'msi')
 CONTRIBUTOR_ROLE = 'ScheduledEventContributor'
 
-DEFAULT_TIMEOUT = 120.0
 # Per request, within the overall deadline.
 _REQUEST_TIMEOUT = 30.0
 _MAX_ATTEMPTS = 6
@@ -47,18 +41,6 @@ _BACKOFF_MAX = 16.0
 # Options shared by the fleet modules; documented once in the doc fragment
 # azure_maintenance.scheduled_events.azure_arm. Names follow azure.azcollection
 # where they mean the same thing.
-ARM_ARGUMENT_SPEC = {
-    'auth_source': {'type': 'str', 'default': 'auto', 'choices': list(AUTH_SOURCES)},
-    'client_id': {'type': 'str'},
-    'secret': {'type': 'str', 'no_log': True},
-    'tenant': {'type': 'str'},
-    'cloud_environment': {'type': 'str', 'default': 'AzureCloud', 'choices': sorted(CLOUDS)},
-    'management_endpoint': {'type': 'str'},
-    'bearer_token': {'type': 'str', 'no_log': True},
-    'timeout': {'type': 'float', 'default': DEFAULT_TIMEOUT},
-}
-
-
 class ArmError(ScheduledEventsError):
     """ARM answered with an error (``status``, ``code``), or could not be reached (``status`` None)."""
 

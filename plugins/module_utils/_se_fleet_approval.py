@@ -21,22 +21,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ._se_approval import SCOPE_ALL, SKIP_NOT_SCHEDULED, ApprovalPlan, plan_approval
-from ._se_arm import ARM_ARGUMENT_SPEC
 from ._se_errors import InvalidParameterError
-from ._se_graph import FLEET_SCOPE_ARGUMENT_SPEC
 from ._se_select import affects, event_id_key
-
-# How scheduled_events_approve sends its approval: to this VM's IMDS, or
-# through the ARM acknowledge API from the controller.
-VIA_IMDS = 'imds'
-VIA_ARM = 'arm'
-VIA_CHOICES = (VIA_IMDS, VIA_ARM)
-LIST_FORM_SPEC = {'type': 'bool', 'default': True}
-# The suboptions of scheduled_events_approve's ``arm`` option: the ARM options
-# of the fleet modules, the scope of the Resource Graph read and list_form.
-APPROVE_ARM_SUBOPTIONS = dict(ARM_ARGUMENT_SPEC, list_form=LIST_FORM_SPEC,
-                              **dict((name, FLEET_SCOPE_ARGUMENT_SPEC[name])
-                                     for name in ('subscriptions', 'resource_groups', 'page_size')))
 
 SKIP_FOREIGN_VMS = 'foreign_vms'
 SKIP_FINISHED = 'finished'

@@ -19,6 +19,7 @@ __metaclass__ = type
 import re
 
 from ._se_arm import quota_pause
+from ._se_arm_options import MAX_PAGE_SIZE
 from ._se_document import EVENT_STATUSES, normalize_event
 from ._se_errors import InvalidParameterError
 from ._se_select import affects, event_id_key, filter_events, leader_of
@@ -29,7 +30,6 @@ RESOURCE_GRAPH_API_VERSION = '2022-10-01'
 ROW_TYPE = 'microsoft.maintenance/scheduledevents'
 FINISHED_STATUSES = ('Completed', 'Canceled')
 FLEET_STATUSES = EVENT_STATUSES + FINISHED_STATUSES
-MAX_PAGE_SIZE = 1000
 # A fleet of a million events is a bug somewhere, not a page count to honour.
 _MAX_PAGES = 1000
 _PROJECTED = ('id', 'name', 'type', 'subscriptionId', 'resourceGroup', 'location', 'properties')
@@ -43,20 +43,6 @@ _KINDS = {'virtualmachines': 'virtualMachines', 'virtualmachinescalesets': 'virt
 # Names in ARM never hold quotes, backslashes or line breaks; refusing them
 # keeps user input from changing the query.
 _UNSAFE = re.compile(r"['\"\\\r\n|]")
-
-# The options choosing what the fleet modules read; documented in each module.
-FLEET_SCOPE_ARGUMENT_SPEC = {
-    'subscriptions': {'type': 'list', 'elements': 'str', 'aliases': ['subscription_ids']},
-    'resource_groups': {'type': 'list', 'elements': 'str'},
-    'resource_names': {'type': 'list', 'elements': 'str'},
-    'vm_names': {'type': 'list', 'elements': 'str'},
-    'event_ids': {'type': 'list', 'elements': 'str'},
-    'event_types': {'type': 'list', 'elements': 'str'},
-    'event_statuses': {'type': 'list', 'elements': 'str'},
-    'event_sources': {'type': 'list', 'elements': 'str'},
-    'page_size': {'type': 'int', 'default': MAX_PAGE_SIZE},
-}
-
 
 def _kql_list(values, option):
     quoted = []

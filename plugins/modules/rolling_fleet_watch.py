@@ -112,7 +112,7 @@ stop:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm import ARM_ARGUMENT_SPEC
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm_options import ARM_ARGUMENT_SPEC
 
 
 def module_argument_spec():

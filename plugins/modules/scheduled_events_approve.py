@@ -419,7 +419,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
     InvalidParameterError,
     ScheduledEventsError,
 )
-from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_fleet_approval import (
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm_options import (
     APPROVE_ARM_SUBOPTIONS,
     VIA_ARM,
     VIA_CHOICES,

@@ -199,15 +199,18 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
     validate_selection,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm import (
-    ARM_ARGUMENT_SPEC,
     ArmError,
     client_from_options,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_errors import ScheduledEventsError
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm_options import (
+    ARM_ARGUMENT_SPEC,
+    FLEET_SCOPE_ARGUMENT_SPEC,
+    LIST_FORM_SPEC,
+)
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_fleet_approval import (
     ACK_API_VERSION,
     ACK_LIST_API_VERSION,
-    LIST_FORM_SPEC,
     ack_batches,
     ack_list_path,
     ack_path,
@@ -215,10 +218,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
     fleet_wait_satisfied,
     plan_fleet_approval,
 )
-from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_graph import (
-    FLEET_SCOPE_ARGUMENT_SPEC,
-    read_fleet,
-)
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_graph import read_fleet
 
 
 def module_argument_spec():

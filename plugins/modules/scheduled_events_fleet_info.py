@@ -195,13 +195,13 @@ throttled_waits:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm import (
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm import client_from_options
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm_options import (
     ARM_ARGUMENT_SPEC,
-    client_from_options,
+    FLEET_SCOPE_ARGUMENT_SPEC,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_errors import ScheduledEventsError
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_graph import (
-    FLEET_SCOPE_ARGUMENT_SPEC,
     read_fleet,
     select_fleet_events,
 )

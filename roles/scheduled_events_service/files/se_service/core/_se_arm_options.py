@@ -1,0 +1,1 @@
+../../../../../plugins/module_utils/_se_arm_options.py
