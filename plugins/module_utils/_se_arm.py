@@ -38,9 +38,7 @@ _MAX_ATTEMPTS = 6
 _BACKOFF_BASE = 1.0
 _BACKOFF_MAX = 16.0
 
-# Options shared by the fleet modules; documented once in the doc fragment
-# azure_maintenance.scheduled_events.azure_arm. Names follow azure.azcollection
-# where they mean the same thing.
+
 class ArmError(ScheduledEventsError):
     """ARM answered with an error (``status``, ``code``), or could not be reached (``status`` None)."""
 

@@ -23,6 +23,9 @@ CLOUDS = {
 AUTH_SOURCES = ('auto', 'cli', 'env', 'msi')
 DEFAULT_TIMEOUT = 120.0
 
+# Options shared by the fleet modules; documented once in the doc fragment
+# azure_maintenance.scheduled_events.azure_arm. Names follow azure.azcollection
+# where they mean the same thing.
 ARM_ARGUMENT_SPEC = {
     'auth_source': {'type': 'str', 'default': 'auto', 'choices': list(AUTH_SOURCES)},
     'client_id': {'type': 'str'},

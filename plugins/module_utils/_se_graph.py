@@ -44,6 +44,7 @@ _KINDS = {'virtualmachines': 'virtualMachines', 'virtualmachinescalesets': 'virt
 # keeps user input from changing the query.
 _UNSAFE = re.compile(r"['\"\\\r\n|]")
 
+
 def _kql_list(values, option):
     quoted = []
     for value in values:

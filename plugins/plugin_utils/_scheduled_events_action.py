@@ -129,11 +129,10 @@ def run_on_controller(run, params, check_mode, name):
         run(module)
     except ModuleExit as exc:
         result = exc.result
-    else:
-        raise AnsibleActionFail('%s ended without a result' % name)
-    if module.warnings:
-        result['warnings'] = list(result.get('warnings') or []) + module.warnings
-    return result
+        if module.warnings:
+            result['warnings'] = list(result.get('warnings') or []) + module.warnings
+        return result
+    raise AnsibleActionFail('%s ended without a result' % name)
 
 
 def run_module_code(module_code, params, check_mode, transport):
