@@ -19,7 +19,7 @@ description:
     M(azure_maintenance.scheduled_events.scheduled_events_fleet_info) does) and plans the round with
     P(azure_maintenance.scheduled_events.rolling_fleet_reconcile#filter), round after round, C(poll_interval_seconds)
     apart, until a round has something for the hosts (a host to drain, verify, approve from or undrain, an event to
-    acknowledge, a change to report, a host not seen) or the run must stop
+    acknowledge, a change or a warning to report) or the run must stop
     (P(azure_maintenance.scheduled_events.rolling_stop_reason#filter)). That round's plan is returned.
   - A round that only observes thus costs one Resource Graph read and one pass of the planner, whatever the number of
     hosts; the playbook's per-host tasks run only for the rounds that need them. Every round counts towards

@@ -245,9 +245,15 @@ def without_approvals(actions):
 
 def needs_the_hosts(plan):
     """Whether the round that made ``plan`` has anything for the hosts or the user: a host to drain,
-    verify, approve from or undrain, an event to acknowledge, a change to say, or a host not seen."""
+    verify, approve from or undrain, an event to acknowledge, a change to say or a warning.
+
+    A host merely not seen is not enough: over the fleet plane every host under
+    a Started event is unseen until Resource Graph says Completed, and asking
+    every host then would cost a task per host for each round of the impact.
+    A read that failed, or a host that cannot be matched, comes with a warning.
+    """
     return bool(plan.get('participants') or (plan.get('actions') or {}).get('approve') or plan.get('messages')
-                or plan.get('warnings') or plan.get('unknown'))
+                or plan.get('warnings'))
 
 
 def watch_fleet(state, results, read, plan_round, stop_reason_of, poll_interval_seconds, clock, sleep,

@@ -19,7 +19,10 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.azure_maintenance.scheduled_events.plugins.action.rolling_fleet_watch import run_watch
 from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling import rolling_setup
-from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling_fleet import rolling_fleet_setup
+from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling_fleet import (
+    rolling_fleet_reconcile,
+    rolling_fleet_setup,
+)
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm import ArmError
 from ansible_collections.azure_maintenance.scheduled_events.plugins.modules import rolling_fleet_watch
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling import (
@@ -58,7 +61,7 @@ class Clock(object):
 
 
 class FakeGraph(object):
-    """Resource Graph whose rows come from ``schedule``: ``[(first read that shows it, event rows)]``."""
+    """Resource Graph whose rows come from ``schedule``: ``[(first read that shows them, event rows[, last read])]``."""
 
     def __init__(self, schedule=(), fail_reads=()):
         self.schedule = list(schedule)
@@ -84,8 +87,10 @@ class FakeGraph(object):
         if self.reads in self.fail_reads:
             raise ArmError('Resource Graph answered 503', status=503)
         rows = []
-        for first_read, event_rows in self.schedule:
-            if self.reads >= first_read:
+        for entry in self.schedule:
+            first_read, event_rows = entry[:2]
+            last_read = entry[2] if len(entry) > 2 else self.reads
+            if first_read <= self.reads <= last_read:
                 rows.extend(event_rows)
         return {'data': rows}, {}
 
@@ -137,6 +142,28 @@ def test_the_state_carries_over_and_the_hosts_results_feed_the_first_round_only(
     assert second['plan']['actions']['approve'] == {'host-1': [EVENT]}
 
 
+def test_an_approved_event_that_runs_keeps_the_watch_on_the_controller_until_it_is_over():
+    # Over the fleet plane a host under a Started event is unseen until Resource
+    # Graph says Completed: those rounds need no host, the one after them verifies.
+    clock = Clock()
+    drained = watch(FakeGraph([(1, freeze_rows(EVENT, ['web_1']))]), clock)['plan']
+    approving = watch(FakeGraph([(1, freeze_rows(EVENT, ['web_1']))]), clock, state=drained['state'],
+                      results={'drain': {'host-1': ''}})['plan']
+    params = watch_params()
+    approved = rolling_fleet_reconcile(approving['state'], params['setup'], params['fleet'], params['options'],
+                                       plan=approving, ack={'approved': [EVENT]}, now=clock.time())
+    # Started for reads 1-3, Completed from read 4 on.
+    graph = FakeGraph([(1, freeze_rows(EVENT, ['web_1'], 'Started'), 3),
+                       (4, freeze_rows(EVENT, ['web_1'], 'Completed'))])
+    started = watch(graph, clock, state=approved['state'])
+    assert started['rounds'] == 1 and any('started' in message.lower() for message in started['plan']['messages'])
+    assert started['plan']['unknown'] == ['host-1']
+    over = watch(graph, clock, state=started['plan']['state'])
+    # Reads 2 and 3 (Started, nothing to do) stayed here; read 4 (Completed) asks host-1 to verify.
+    assert over['rounds'] == 3, over['plan']['messages']
+    assert over['plan']['actions']['verify'] == ['host-1']
+
+
 def test_a_failed_read_is_a_round_that_saw_no_host_and_goes_back_to_the_playbook():
     graph, clock = FakeGraph(fail_reads={2}), Clock()
     outcome = watch(graph, clock)
@@ -181,7 +208,8 @@ def test_a_round_slower_than_the_poll_interval_is_followed_at_once():
     ({'participants': [], 'actions': {'approve': {'h': ['E']}}}, True),
     ({'messages': ['E seen']}, True),
     ({'warnings': ['E will start undrained']}, True),
-    ({'unknown': ['h']}, True),
+    # Unseen hosts alone (under a Started event, over the fleet plane) need no host task.
+    ({'unknown': ['h'], 'participants': [], 'actions': {}, 'messages': [], 'warnings': []}, False),
 ])
 def test_needs_the_hosts(plan, needed):
     assert needs_the_hosts(plan) is needed
