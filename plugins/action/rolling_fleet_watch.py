@@ -6,8 +6,8 @@
 
 The loop is plugin_utils/_rolling_fleet.py's ``watch_fleet``; each read is
 scheduled_events_fleet_info's own code run in this process, and each plan
-the rolling_fleet_reconcile filter's, so a round made here is the round the
-playbook would make, without a task per host.
+the rolling_fleet_reconcile filter's round (``plan_fleet_round``), so a round
+made here is the round the playbook would make, without a task per host.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,11 +16,11 @@ __metaclass__ = type
 
 import time
 
-from ansible.errors import AnsibleAction, AnsibleActionFail
+from ansible.errors import AnsibleAction, AnsibleActionFail, AnsibleFilterError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling import _plain
-from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling_fleet import rolling_fleet_reconcile
+from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling import _plain, _setup
+from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling_fleet import plan_fleet_round
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm import client_from_options
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm_options import ARM_ARGUMENT_SPEC
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_errors import ScheduledEventsError
@@ -61,16 +61,19 @@ def run_watch(params, check_mode, client=None, clock=time.time, sleep=time.sleep
     # lazy containers, which every round's planner pass would otherwise walk
     # (and template, value by value) again.
     params = _plain(params)
+    fleet = params['fleet'] or {}
     options = params['options']
     try:
+        setup = _setup(params['setup'], 'rolling_fleet_watch')
         client = client or client_from_options(params)
+    except AnsibleFilterError as exc:
+        return {'failed': True, 'msg': exc.message, 'changed': False}
     except ScheduledEventsError as exc:
         return {'failed': True, 'msg': exc.message, 'changed': False}
     started_at = params['started_at']
 
     def plan_round(state, read, results):
-        return rolling_fleet_reconcile(state, params['setup'], params['fleet'], options, read=read, results=results,
-                                       now=clock())
+        return plan_fleet_round(state or None, setup, fleet, options, read, results, clock())
 
     def stop_reason_of(plan):
         return stop_reason(plan, options, started_at, check_mode)

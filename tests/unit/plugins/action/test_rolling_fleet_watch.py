@@ -17,7 +17,7 @@ import pytest
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.azure_maintenance.scheduled_events.plugins.action.rolling_fleet_watch import run_watch
+from ansible_collections.azure_maintenance.scheduled_events.plugins.action.rolling_fleet_watch import fleet_reader, run_watch
 from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling import rolling_setup
 from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling_fleet import (
     rolling_fleet_reconcile,
@@ -129,6 +129,25 @@ def test_quiet_rounds_stay_in_the_watch_until_an_event_needs_the_hosts():
     plan = outcome['plan']
     assert plan['state']['rounds'] == 5 and plan['actions']['drain'] == ['host-1']
     assert plan['participants'] == ['host-1'] and outcome['changed'] is False
+
+
+def test_a_watch_round_is_the_filters_round():
+    # The watch plans on arguments made plain once; the filter converts its
+    # own every call. Same read, same clock: the same plan.
+    schedule = [(1, freeze_rows(EVENT, ['web_1']))]
+    params = watch_params()
+    outcome = run_watch(params, False, client=FakeGraph(schedule), clock=Clock().time, sleep=Clock().sleep)
+    read = fleet_reader(params, FakeGraph(schedule))()
+    by_filter = rolling_fleet_reconcile(None, params['setup'], params['fleet'], params['options'], read=read,
+                                        results={}, now=T0)
+    assert outcome['rounds'] == 1 and outcome['plan'] == by_filter
+
+
+def test_a_setup_that_is_not_rolling_setups_result_fails_clearly():
+    params = watch_params()
+    params['setup'] = {'hosts': {}}
+    outcome = run_watch(params, False, client=FakeGraph([]), clock=Clock().time, sleep=Clock().sleep)
+    assert outcome['failed'] and 'setup must be the result of the rolling_setup filter' in outcome['msg']
 
 
 def test_the_state_carries_over_and_the_hosts_results_feed_the_first_round_only():
