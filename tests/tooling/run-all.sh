@@ -4,9 +4,10 @@
 # (units, simulator, system tests, the docs site), the ansible-test lane
 # (sanity, integration, build) and the compatibility lane (venvs of the older
 # ansible-core minors, ansible-lint, sanity and integration on the oldest
-# minor, 2.16). Then the rolling-maintenance runs, in two lanes of their own:
-# the system tests on this venv's core (2.19) and the rolling playbook on 2.16
-# (every task file and plugin it runs), 2.17 and 2.18 (tests/tooling/run-matrix.sh "rolling" jobs).
+# minor, 2.16). Then the rolling-maintenance runs, in three lanes of their own:
+# the system tests on this venv's core (2.19, in two worker processes), the
+# rolling playbook on 2.16 (every task file and plugin it runs), and on 2.17
+# then 2.18 (tests/tooling/run-matrix.sh "rolling" jobs).
 # Last and alone, the end-to-end runs (HAProxy under load, ansible-runner).
 # Each stage writes its own log, printed whole when the stage ends, and a
 # summary with the time of each stage closes the run. A failing stage does not stop
@@ -38,7 +39,8 @@ COMPAT_LANE=("matrix-venvs:run-matrix.sh --venvs-only 2.16 2.17:rolling 2.18:rol
 # ansible-runner) come last, without the heavy stages beside them. The job on
 # the oldest core is never left out: an older core is where the playbook broke.
 ROLLING_LANE=("rolling-system-tests:run-rolling-system-tests.sh")
-ROLLING_COMPAT_LANE=("matrix-rolling:run-matrix.sh 2.16:rolling 2.17:rolling 2.18:rolling")
+ROLLING_OLDEST_LANE=("matrix-rolling-2.16:run-matrix.sh 2.16:rolling")
+ROLLING_COMPAT_LANE=("matrix-rolling:run-matrix.sh 2.17:rolling 2.18:rolling")
 E2E_LANE=("e2e-tests:run-e2e-tests.sh")
 
 # Runs the stages of one lane in order; records "name result seconds" lines.
@@ -87,25 +89,26 @@ phase_started=${SECONDS}
 run_lanes pytest:PYTEST_LANE ansible-test:ANSIBLE_TEST_LANE compat:COMPAT_LANE
 first_phase=$((SECONDS - phase_started))
 phase_started=${SECONDS}
-run_lanes rolling:ROLLING_LANE rolling-compat:ROLLING_COMPAT_LANE
+run_lanes rolling:ROLLING_LANE rolling-oldest:ROLLING_OLDEST_LANE rolling-compat:ROLLING_COMPAT_LANE
 rolling_phase=$((SECONDS - phase_started))
 phase_started=${SECONDS}
 run_lanes e2e:E2E_LANE
 last_phase=$((SECONDS - phase_started))
 
-banner "stage summary (three lanes side by side: ${first_phase}s; the rolling runs, two lanes: ${rolling_phase}s; end to end alone: ${last_phase}s; total ${SECONDS}s)"
+banner "stage summary (three lanes side by side: ${first_phase}s; the rolling runs, three lanes: ${rolling_phase}s; end to end alone: ${last_phase}s; total ${SECONDS}s)"
 failed=0
-for entry in "${PYTEST_LANE[@]}" "${ANSIBLE_TEST_LANE[@]}" "${COMPAT_LANE[@]}" "${ROLLING_LANE[@]}" "${ROLLING_COMPAT_LANE[@]}" \
+for entry in "${PYTEST_LANE[@]}" "${ANSIBLE_TEST_LANE[@]}" "${COMPAT_LANE[@]}" "${ROLLING_LANE[@]}" "${ROLLING_OLDEST_LANE[@]}" \
+    "${ROLLING_COMPAT_LANE[@]}" \
     "${E2E_LANE[@]}"; do
     name="${entry%%:*}"
     line="$(grep -h "^${name} " "${RUN_DIR}"/*.results 2>/dev/null || true)"
     if [[ -z "${line}" ]]; then
-        printf '  %-16s %-18s\n' "${name}" "DID NOT RUN"
+        printf '  %-20s %-18s\n' "${name}" "DID NOT RUN"
         failed=1
         continue
     fi
     read -r _ result seconds <<<"${line}"
-    printf '  %-16s %-18s %5ss\n' "${name}" "${result}" "${seconds}"
+    printf '  %-20s %-18s %5ss\n' "${name}" "${result}" "${seconds}"
     [[ "${result}" == "ok" ]] || failed=1
 done
 
