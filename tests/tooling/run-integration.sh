@@ -13,8 +13,29 @@ stop_simulators() {
     "${VENV_PYTHON}" "${TOOLING_DIR}/stop_simulators.py" "${stage}/tests/output/.tmp/imds-simulator"
 }
 
+# The simulator's default world listens on fixed ports; they are held while
+# the targets run, so a target that relies on them fails every time here, not
+# only when another run on this machine holds them.
+hold_default_ports() {
+    local ready="${stage}/tests/output/.tmp/held-ports"
+    mkdir -p "$(dirname "${ready}")"
+    rm -f "${ready}"
+    "${VENV_PYTHON}" "${TOOLING_DIR}/hold_ports.py" --simulator-defaults --ready "${ready}" &
+    port_holder=$!
+    local waited=0
+    while [[ ! -s "${ready}" && ${waited} -lt 100 ]]; do
+        kill -0 "${port_holder}" 2>/dev/null || { echo "ERROR: hold_ports.py ended before holding the ports" >&2; return 1; }
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    [[ -s "${ready}" ]] || { echo "ERROR: hold_ports.py did not hold the ports within 10 s" >&2; return 1; }
+    echo "integration: simulator default ports: $(cat "${ready}")"
+}
+
+port_holder=""
 finish() {
     local status=$?
+    [[ -z "${port_holder}" ]] || kill "${port_holder}" 2>/dev/null || true
     stop_simulators || status=1
     exit "${status}"
 }
@@ -32,6 +53,7 @@ if [[ ! -d "${stage}/tests/integration/targets" ]]; then
 fi
 
 trap finish EXIT
+hold_default_ports
 cd "${stage}"
 # --local runs ansible-test and the targets with this interpreter, so it
 # installs nothing (requirements come from tests/requirements/dev.txt).

@@ -16,11 +16,20 @@ from .clock import check_speed
 from .config import DEFAULT_CONFIG, ConfigError, format_listen, load_config_file, parse_listen, validate_config
 from .simulator import Simulator
 
-__all__ = ['main']
+__all__ = ['DEFAULT_CONTROL', 'default_ports', 'main']
+
+# Where the control API listens without --control: handy by hand; tests pass port 0.
+DEFAULT_CONTROL = '127.0.0.1:18079'
 
 _SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'imds-simulator')
 _START_TIMEOUT_SECONDS = 20
 _STOP_TIMEOUT_SECONDS = 10
+
+
+def default_ports():
+    """The fixed ports a simulator started without --config and --control listens on."""
+    return [parse_listen(DEFAULT_CONTROL, 'control')[1]] + [parse_listen(vm['listen'], 'listen')[1]
+                                                             for vm in DEFAULT_CONFIG['vms']]
 
 
 def _parser():
@@ -30,7 +39,7 @@ def _parser():
                     'See docs/simulator.md.')
     parser.add_argument('--config', metavar='FILE.json', help='world configuration (default: VMs WestNO_0 '
                         'and WestNO_1 at 127.0.0.1:18101 and :18102)')
-    parser.add_argument('--control', metavar='HOST:PORT', default='127.0.0.1:18079',
+    parser.add_argument('--control', metavar='HOST:PORT', default=DEFAULT_CONTROL,
                         help='loopback address of the control API (default: %(default)s)')
     parser.add_argument('--speed', type=float, metavar='FACTOR',
                         help='simulated seconds per real second (overrides the config)')
