@@ -26,7 +26,10 @@ the kernel chooses, its clock at real speed, Resource Graph quota off):
 3. The controller's share of a round: one Resource Graph read of the whole
    fleet plus the planner (``rolling_fleet_reconcile``), in-process, median
    of 3; what the fleet plane itself costs, with Ansible's per-host task
-   dispatch taken out.
+   dispatch taken out. With it, at --controller-sizes, the planner's pass
+   alone on a later round, through the filter (which converts its arguments
+   to plain data every call) against the pass rolling_fleet_watch makes
+   every round (on arguments converted once per task).
 
 Baseline, same run: the same two figures of the IMDS playbook
 (``rolling_source: imds``, every host's IMDS read each round) at
@@ -64,12 +67,15 @@ def fleet(size):
 
 
 def controller_share(world, workdir):
-    """Median seconds of one Resource Graph read of the fleet plus one pass of the planner, in-process."""
+    """Medians of 3, in seconds: ``share``, one Resource Graph read of the fleet plus one pass of the planner
+    through the rolling_fleet_reconcile filter, in-process; ``filter_pass`` and ``watch_pass``, the planner pass
+    alone on the same read, through the filter (which converts its arguments to plain data at every call) and
+    as rolling_fleet_watch makes it every round (plan_fleet_round, on arguments converted once)."""
     sys.path.insert(0, collections_path(workdir))
     # pylint: disable=import-outside-toplevel
     from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling import rolling_setup
     from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling_fleet import (
-        rolling_fleet_reconcile, rolling_fleet_setup)
+        plan_fleet_round, rolling_fleet_reconcile, rolling_fleet_setup)
     from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm import ArmClient
     from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_graph import read_fleet
     with open(world.write_inventory(), encoding='utf-8') as handle:
@@ -79,14 +85,22 @@ def controller_share(world, workdir):
     setup = rolling_setup(['web'], {'web': sorted(hosts)}, sorted(hosts),
                           group_settings={'web': {'max_unavailable': '10%'}}, hostvars=hosts)
     fleet_setup = rolling_fleet_setup(setup, hosts)
-    times = []
+    times = {'share': [], 'filter_pass': [], 'watch_pass': []}
     for _attempt in range(3):
         started = time.time()
         client = ArmClient(world.simulator.arm_url, lambda: TOKEN, timeout=60)
-        read = read_fleet(client, fleet_setup['scope']['subscriptions'], fleet_setup['scope']['resource_groups'])
-        rolling_fleet_reconcile(None, setup, fleet_setup, {}, read=dict(read, changed=False))
-        times.append(time.time() - started)
-    return statistics.median(times)
+        read = dict(read_fleet(client, fleet_setup['scope']['subscriptions'],
+                               fleet_setup['scope']['resource_groups']), changed=False)
+        plan = rolling_fleet_reconcile(None, setup, fleet_setup, {}, read=read)
+        times['share'].append(time.time() - started)
+        # A later round: the same read, planned from the state the first pass left.
+        started = time.time()
+        rolling_fleet_reconcile(plan['state'], setup, fleet_setup, {}, read=read)
+        times['filter_pass'].append(time.time() - started)
+        started = time.time()
+        plan_fleet_round(plan['state'], setup, fleet_setup, {}, read, {}, time.time())
+        times['watch_pass'].append(time.time() - started)
+    return dict((name, statistics.median(values)) for name, values in times.items())
 
 
 def measure_controller(size):
@@ -142,7 +156,7 @@ def measure(world_class, size, forks, few_rounds, many_rounds):
             figures['rounds'] = busy.report['run']['rounds']
             figures['seen_to_approved'] = event['durations']['detection_to_approval']
             if isinstance(world, FleetRollingWorld):
-                figures['controller'] = controller_share(world, workdir)
+                figures['controller'] = controller_share(world, workdir)['share']
                 figures['imds_requests'] = sum(world.imds_requests().values())
     return figures
 
@@ -168,8 +182,10 @@ def main():
           'round with nothing to do: (wall of an idle run of %d rounds (%d over the fleet plane) - wall of one of %d) '
           '/ the difference, both polling back to back (%.2f s); wall = ansible-playbook start to exit of a run '
           'with one User Freeze approved, and its rounds; seen->approved from its report; controller share = '
-          'in-process Resource Graph read + planner, '
-          'median of 3. Load average at start %s'
+          'in-process Resource Graph read + planner, median of 3; planner pass of a later round (same read, '
+          'the state the first pass left) through the filter, which converts its arguments every call, against '
+          'the pass rolling_fleet_watch makes each round on arguments converted once, medians of 3. '
+          'Load average at start %s'
           % (args.forks, args.many_rounds, args.fleet_many_rounds, args.few_rounds, IDLE_POLL_SECONDS,
              ' '.join('%.1f' % value for value in os.getloadavg())))
     for size in [int(value) for value in args.imds_sizes.split(',') if value]:
@@ -180,8 +196,10 @@ def main():
                  figures['seen_to_approved']))
         sys.stdout.flush()
     for size in [int(value) for value in args.controller_sizes.split(',') if value]:
-        print('fleet %5d VMs:   controller share of a round %.2f s (Resource Graph read of %d events + planner)'
-              % (size, measure_controller(size), (size + 1) // 2))
+        share = measure_controller(size)
+        print('fleet %5d VMs:   controller share of a round %.2f s (Resource Graph read of %d events + planner); '
+              'planner pass of a later round: %.3f s through the filter, %.3f s in the watch'
+              % (size, share['share'], (size + 1) // 2, share['filter_pass'], share['watch_pass']))
         sys.stdout.flush()
     biggest = None
     for size in [int(value) for value in args.sizes.split(',') if value]:
