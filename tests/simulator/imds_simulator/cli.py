@@ -28,8 +28,8 @@ _STOP_TIMEOUT_SECONDS = 10
 
 def default_ports():
     """The fixed ports a simulator started without --config and --control listens on."""
-    return [parse_listen(DEFAULT_CONTROL, 'control')[1]] + [parse_listen(vm['listen'], 'listen')[1]
-                                                             for vm in DEFAULT_CONFIG['vms']]
+    addresses = [(DEFAULT_CONTROL, 'control')] + [(vm['listen'], 'listen') for vm in DEFAULT_CONFIG['vms']]
+    return [parse_listen(address, field)[1] for address, field in addresses]
 
 
 def _parser():
