@@ -10,8 +10,6 @@ draining, not one request may fail; without it, requests must fail, which
 shows the first test could fail.
 """
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 
 from stage.checks import (
@@ -37,32 +35,14 @@ from stage.rolling_stage import (
 APPROVED = {FREEZE_WEB_UD0, REBOOT_WEB_UD1, REDEPLOY_WEB_UD2, FREEZE_API_UD0, REBOOT_API_UD1, USER_REBOOT}
 
 
-# Started events leave the document after 20 s in real time instead of
-# Azure's 50 s (at the stage's speed): still far longer than any impact, and
-# each update domain waits for the previous one's event to leave.
-LINGER_SECONDS = 240
+@pytest.fixture(scope='module')
+def drained_run(require_haproxy, tmp_path_factory):
+    return run_scenario(str(tmp_path_factory.mktemp('drained')), drain=True)
 
 
 @pytest.fixture(scope='module')
-def both_runs(require_haproxy, tmp_path_factory):
-    # The two runs share nothing (each has its own simulator, backends,
-    # HAProxy, ports and folder) and mostly wait on the scenario's clock, so
-    # they run side by side.
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        runs = dict((name, pool.submit(run_scenario, str(tmp_path_factory.mktemp(name)), drain=drain,
-                                       linger_seconds=LINGER_SECONDS))
-                    for name, drain in (('drained', True), ('undrained', False)))
-        return dict((name, future.result()) for name, future in runs.items())
-
-
-@pytest.fixture(scope='module')
-def drained_run(both_runs):
-    return both_runs['drained']
-
-
-@pytest.fixture(scope='module')
-def undrained_run(both_runs):
-    return both_runs['undrained']
+def undrained_run(require_haproxy, tmp_path_factory):
+    return run_scenario(str(tmp_path_factory.mktemp('undrained')), drain=False)
 
 
 def test_playbook_succeeds_and_the_world_settles(drained_run):
