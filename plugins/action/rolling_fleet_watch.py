@@ -66,9 +66,7 @@ def run_watch(params, check_mode, client=None, clock=time.time, sleep=time.sleep
     try:
         setup = _setup(params['setup'], 'rolling_fleet_watch')
         client = client or client_from_options(params)
-    except AnsibleFilterError as exc:
-        return {'failed': True, 'msg': exc.message, 'changed': False}
-    except ScheduledEventsError as exc:
+    except (AnsibleFilterError, ScheduledEventsError) as exc:
         return {'failed': True, 'msg': exc.message, 'changed': False}
     started_at = params['started_at']
 

@@ -135,8 +135,8 @@ def test_a_watch_round_is_the_filters_round():
     # The watch plans on arguments made plain once; the filter converts its
     # own every call. Same read, same clock: the same plan.
     schedule = [(1, freeze_rows(EVENT, ['web_1']))]
-    params = watch_params()
-    outcome = run_watch(params, False, client=FakeGraph(schedule), clock=Clock().time, sleep=Clock().sleep)
+    params, clock = watch_params(), Clock()
+    outcome = run_watch(params, False, client=FakeGraph(schedule), clock=clock.time, sleep=clock.sleep)
     read = fleet_reader(params, FakeGraph(schedule))()
     by_filter = rolling_fleet_reconcile(None, params['setup'], params['fleet'], params['options'], read=read,
                                         results={}, now=T0)
@@ -146,7 +146,8 @@ def test_a_watch_round_is_the_filters_round():
 def test_a_setup_that_is_not_rolling_setups_result_fails_clearly():
     params = watch_params()
     params['setup'] = {'hosts': {}}
-    outcome = run_watch(params, False, client=FakeGraph([]), clock=Clock().time, sleep=Clock().sleep)
+    clock = Clock()
+    outcome = run_watch(params, False, client=FakeGraph([]), clock=clock.time, sleep=clock.sleep)
     assert outcome['failed'] and 'setup must be the result of the rolling_setup filter' in outcome['msg']
 
 
