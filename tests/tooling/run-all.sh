@@ -4,10 +4,11 @@
 # (units, simulator, system tests, the docs site, the service role's
 # integration target), the ansible-test lane (sanity, the other integration
 # targets, build) and the compatibility lane (venvs of the older ansible-core
-# minors, ansible-lint, sanity and integration on the oldest minor, 2.16). Then the rolling-maintenance runs, in three lanes of their own:
-# the system tests on this venv's core (2.19, in two worker processes), the
-# rolling playbook on 2.16 (every task file and plugin it runs), and on 2.17
-# then 2.18 (tests/tooling/run-matrix.sh "rolling" jobs).
+# minors, ansible-lint, sanity and integration on the oldest minor, 2.16).
+# Then the rolling-maintenance runs, in three lanes of their own: the system
+# tests on this venv's core (2.19, in two worker processes), the rolling
+# playbook on 2.16 (every task file and plugin it runs), and on 2.17 then 2.18
+# (tests/tooling/run-matrix.sh "rolling" jobs).
 # Last and alone, the end-to-end runs (HAProxy under load, ansible-runner).
 # Each stage writes its own log, printed whole when the stage ends, and a
 # summary with the time of each stage closes the run. A failing stage does not stop
@@ -102,9 +103,8 @@ last_phase=$((SECONDS - phase_started))
 
 banner "stage summary (three lanes side by side: ${first_phase}s; the rolling runs, three lanes: ${rolling_phase}s; end to end alone: ${last_phase}s; total ${SECONDS}s)"
 failed=0
-for entry in "${PYTEST_LANE[@]}" "${ANSIBLE_TEST_LANE[@]}" "${COMPAT_LANE[@]}" "${ROLLING_LANE[@]}" "${ROLLING_OLDEST_LANE[@]}" \
-    "${ROLLING_COMPAT_LANE[@]}" \
-    "${E2E_LANE[@]}"; do
+for entry in "${PYTEST_LANE[@]}" "${ANSIBLE_TEST_LANE[@]}" "${COMPAT_LANE[@]}" "${ROLLING_LANE[@]}" \
+    "${ROLLING_OLDEST_LANE[@]}" "${ROLLING_COMPAT_LANE[@]}" "${E2E_LANE[@]}"; do
     name="${entry%%:*}"
     line="$(grep -h "^${name} " "${RUN_DIR}"/*.results 2>/dev/null || true)"
     if [[ -z "${line}" ]]; then
