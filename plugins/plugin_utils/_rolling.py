@@ -405,10 +405,17 @@ def build_report(state, run):
     parts = ['%d %s' % (counts[name], OUTCOME_LABELS[name]) for name in order if name in counts]
     if unobserved:
         parts.append('no answer all run from %s' % ', '.join(unobserved))
+    # Not a failure in itself (the outcomes say what it cost), but the run
+    # could not vouch for every event's notice: say so where it is read.
+    slow = dict((state or {}).get('slow_reads') or {})
+    if slow.get('count'):
+        parts.append('%d read(s) too far apart for the notice (up to %d s apart, notice %d s)' % (
+            slow['count'], round(slow['longest_gap_seconds']), round(slow['shortest_notice_seconds'])))
     summary = dict(run)
     summary.update(
         started=format_epoch(start), finished=format_epoch(end), wall_seconds=round(span, 3) if start is not None else 0,
         events=len(events), outcomes=counts, worst_outcome=worst, failed=failed, unobserved_hosts=unobserved,
+        slow_reads=slow.get('count') or 0, longest_read_gap_seconds=slow.get('longest_gap_seconds'),
         summary='%s: %d event(s)%s' % ('FAILED' if failed else 'succeeded', len(events),
                                        (': ' + ', '.join(parts)) if parts else ''),
         approved=sorted(event['event_id'] for event in events if event['times']['approved']))

@@ -47,6 +47,12 @@ DEFAULT_DRAIN_LEAD_SECONDS = 120.0
 # slower drain next time still finishes before NotBefore.
 DRAIN_LEAD_FACTOR = 2.0
 DRAIN_LEAD_MARGIN_SECONDS = 30.0
+# Reads an event's notice must hold: one to see it, one after its drain to
+# approve it, one to see it start. Reads further apart than the notice over
+# this can let an event appear and start between two of them with its hosts
+# still in service (and when it also leaves between reads, nothing shows it
+# ever ran but its NotBefore).
+READS_PER_NOTICE = 3
 
 # Event states.
 PENDING = 'pending'                  # seen, Scheduled, its hosts not drained yet
@@ -180,7 +186,8 @@ def transitions_from(state):
 def new_state():
     """The controller state before the first round."""
     return {'events': {}, 'hosts': {}, 'resource_names': {}, 'drain_seconds': [], 'last_change': None, 'rounds': 0,
-            'observed_hosts': [], 'unobserved_hosts': [], 'blind': False}
+            'observed_hosts': [], 'unobserved_hosts': [], 'blind': False, 'last_read_at': None,
+            'slow_reads': {'count': 0, 'longest_gap_seconds': None, 'shortest_notice_seconds': None}}
 
 
 def drain_lead_seconds(state, options):
@@ -403,7 +410,7 @@ class _Round(object):
             'hosts': [], 'groups': [], 'foreign_resources': [], 'seen_by': [], 'present': True, 'state': PENDING,
             'reason': '', 'outcome': None, 'outcome_reason': '', 'approver': None, 'approval_attempts': 0,
             'over_budget_choice': None, 'undrained_at_start': [], 'down_hosts': [], 'verified_hosts': [],
-            'failed_hosts': {},
+            'failed_hosts': {}, 'notice_seconds': None,
             'errors': [], 'warnings': [], 'changes': [], 'times': dict((name, None) for name in MILESTONES),
         }
 
@@ -411,6 +418,9 @@ class _Round(object):
         first = record['times']['seen'] is None
         if first:
             record['times']['seen'] = self.now
+            moment = parse_timestamp(event.get('not_before')) if event.get('not_before') else None
+            if event.get('event_status') == 'Scheduled' and moment is not None and moment > self.now:
+                record['notice_seconds'] = moment - self.now
         for field, label in (('event_type', 'type'), ('not_before', 'NotBefore'), ('resources', 'Resources')):
             old, new = record.get(field), event.get(field)
             # NotBefore empties when the event starts: that is no change.
@@ -719,6 +729,38 @@ class _Round(object):
         record['times']['undrained'] = self.now
         self.move(record, 'undrained', DONE)
 
+    def check_read_pace(self):
+        """Warn when this read came too long after the previous one for the shortest notice seen.
+
+        The notice of an event is its NotBefore less the time it was first
+        seen Scheduled. Azure gives 30 s (Preempt) to 15 minutes; a run whose
+        rounds slow down (many hosts, slow drain or verify tasks, a loaded
+        controller) would otherwise lose events between reads without a word.
+        """
+        previous = self.state.get('last_read_at')
+        self.state['last_read_at'] = self.now
+        if previous is None or self.now <= previous:
+            return
+        noticed = [(record['notice_seconds'], event_id_key(record['event_id']), record)
+                   for record in self.state['events'].values()
+                   if record.get('notice_seconds') and record['state'] != NOT_HANDLED]
+        if not noticed:
+            return
+        notice, _key, record = min(noticed, key=lambda item: item[:2])
+        gap = self.now - previous
+        if gap * READS_PER_NOTICE <= notice:
+            return
+        slow = self.state.setdefault('slow_reads', new_state()['slow_reads'])
+        slow['count'] += 1
+        slow['longest_gap_seconds'] = max(gap, slow['longest_gap_seconds'] or 0.0)
+        slow['shortest_notice_seconds'] = min(notice, slow['shortest_notice_seconds'] or notice)
+        self.warnings.append(
+            'reads %d s apart against a notice of %d s (%s %s): fewer than %d reads per notice, so an event can '
+            'appear and start between two reads with its hosts in service. Make rounds shorter: fewer hosts per '
+            'run, faster drain and verify tasks, a lower rolling_poll_interval_seconds, or rolling_source: '
+            'resource_graph' % (round(gap), round(notice), record.get('event_type') or '?', record.get('event_id'),
+                                READS_PER_NOTICE))
+
     def run(self):
         self.apply_results()
         if self.observation is not None:
@@ -728,6 +770,7 @@ class _Round(object):
             # every read at once).
             self.state['blind'] = not any(info.get('ok') for info in (self.observation.get('hosts') or {}).values())
             self.apply_observation()
+            self.check_read_pace()
         # Holding a host depends on an event's state (changed by move(), which
         # forgets the map), hosts (set by the observation) and verified or
         # failed hosts (set by the results): all of them before this point.

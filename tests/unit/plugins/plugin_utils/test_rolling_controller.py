@@ -741,3 +741,80 @@ def test_a_restart_never_seen_down_is_over_when_it_leaves_the_document():
     loop.round(T0 + 5, [started])
     loop.round(T0 + 600, [])
     assert loop.did('verify') == ['d0']
+
+
+# -- reads too far apart for the notice ----------------------------------------
+
+
+@pytest.mark.parametrize('gap, notice, warns', [
+    (60, 900, False),       # a Freeze's 15 minutes, read every minute
+    (300, 900, False),      # exactly three reads per notice
+    (301, 900, True),
+    (11, 30, True),         # a Spot VM's 30 s with rounds of 11 s
+    (10, 30, False),
+])
+def test_reads_too_far_apart_for_the_notice_are_warned_about(gap, notice, warns):
+    loop = Loop(event_types=['Freeze', 'Preempt'])
+    event = ev('E1', ['web_0', 'partner_0'], not_before=T0 + notice)
+    loop.round(T0, [event])
+    assert loop.record('E1')['notice_seconds'] == notice
+    first, _second = loop.round(T0 + gap, [event])
+    slow = [warning for warning in first['warnings'] if 'reads %d s apart' % gap in warning]
+    assert bool(slow) is warns, first['warnings']
+    assert loop.state['slow_reads']['count'] == (1 if warns else 0)
+    if warns:
+        assert 'notice of %d s (Freeze E1)' % notice in slow[0]
+
+
+def test_the_notice_is_measured_from_when_the_event_was_first_seen_scheduled():
+    loop = Loop()
+    loop.round(T0, [])
+    loop.round(T0 + 5, [ev('E1', ['web_0', 'partner_0'], not_before=T0 + 605)])
+    loop.round(T0 + 10, [ev('E1', ['web_0', 'partner_0'], not_before=T0 + 2000)])
+    assert loop.record('E1')['notice_seconds'] == 600
+    # Seen Started (no NotBefore), or with a NotBefore already past: no notice to keep.
+    loop.round(T0 + 15, [ev('E2', ['web_1'], status='Started'), ev('E3', ['web_2', 'partner_0'], not_before=T0)])
+    assert loop.record('E2')['notice_seconds'] is None and loop.record('E3')['notice_seconds'] is None
+
+
+def test_an_event_not_handled_does_not_set_the_pace():
+    # A Spot VM's 30 s notice matters only when the run handles Preempt.
+    loop = Loop()
+    preempt = ev('E1', ['web_0'], event_type='Preempt', not_before=T0 + 30)
+    loop.round(T0, [preempt])
+    first, _second = loop.round(T0 + 20, [preempt])
+    assert loop.record('E1')['state'] == rc.NOT_HANDLED
+    assert not [warning for warning in first['warnings'] if 'apart' in warning]
+
+
+def test_an_event_that_started_and_left_between_slow_reads_is_started_undrained_not_cancelled():
+    # What the load proof caught in a run whose rounds had slowed to half a
+    # minute: an event waiting for capacity was seen Scheduled, then started
+    # at its NotBefore and left the document before the next read. It started
+    # with its hosts in service: the run must say so, fail, and say why.
+    loop = Loop(web=2)
+    holding = ev('E1', ['web_0', 'web_1', 'partner_0'], not_before=T0 + 50)
+    waiting = ev('E2', ['web_2', 'web_3'], not_before=T0 + 60)
+    loop.round(T0, [holding, waiting])
+    assert loop.record('E2')['state'] == rc.PENDING
+    assert loop.record('E2')['reason'] == rc.CONDITIONS['no_capacity']
+    first, _second = loop.round(T0 + 200, [])
+    record = loop.record('E2')
+    assert record['times']['started'] == T0 + 60
+    assert record['outcome'] == 'started_undrained'
+    assert record['undrained_at_start'] == ['w2', 'w3']
+    assert any('reads 200 s apart against a notice of 50 s' in warning for warning in first['warnings'])
+    report = build_report(loop.state, {'started': T0, 'finished': T0 + 210})
+    assert report['run']['failed'] is True
+    assert report['run']['slow_reads'] == 1 and report['run']['longest_read_gap_seconds'] == 200
+    assert '1 read(s) too far apart for the notice (up to 200 s apart, notice 50 s)' in report['run']['summary']
+
+
+def test_reads_in_pace_leave_the_report_as_it_was():
+    loop = Loop()
+    freeze = ev('E1', ['web_0'])
+    loop.round(T0, [freeze])
+    loop.round(T0 + 5, [dict(freeze, event_status='Started', not_before=None)])
+    report = build_report(loop.state, {'started': T0, 'finished': T0 + 10})
+    assert report['run']['slow_reads'] == 0 and report['run']['longest_read_gap_seconds'] is None
+    assert 'apart' not in report['run']['summary']
