@@ -225,14 +225,36 @@ class World:
         with self.lock:
             return copy.deepcopy(self.vms[name].spec)
 
-    def _events_seen_by(self, vm):
-        seen = [event for event in self.events.values() if event.visible and event.group == vm.spec['group']]
+    def _visible_by_group(self):
+        """group -> its visible events in creation order."""
+        by_group = {}
+        for event in sorted(self.events.values(), key=lambda item: item.sequence):
+            if event.visible:
+                by_group.setdefault(event.group, []).append(event)
+        return by_group
+
+    def _events_seen_by(self, vm, by_group=None):
+        seen = (self._visible_by_group() if by_group is None else by_group).get(vm.spec['group'], [])
         if vm.spec['own_events_only']:
             seen = [event for event in seen if vm.name in event.resources]
-        return sorted(seen, key=lambda event: event.sequence)
+        return list(seen)
 
-    def _fingerprint_for(self, vm):
-        return tuple(event.fingerprint() for event in self._events_seen_by(vm))
+    def _fingerprint_for(self, vm, by_group=None, group_fingerprints=None):
+        """What ``vm``'s document shows, to count incarnations.
+
+        Every VM of a group sees the same events unless it sees only its own:
+        with ``group_fingerprints`` (a dict kept over one refresh) a group's
+        fingerprint is computed once, not once per VM. Per VM, a refresh over
+        1,000 VMs and 500 events formatted 500,000 NotBefore dates, and every
+        request refreshes.
+        """
+        by_group = self._visible_by_group() if by_group is None else by_group
+        if vm.spec['own_events_only'] or group_fingerprints is None:
+            return tuple(event.fingerprint() for event in self._events_seen_by(vm, by_group))
+        group = vm.spec['group']
+        if group not in group_fingerprints:
+            group_fingerprints[group] = tuple(event.fingerprint() for event in by_group.get(group, []))
+        return group_fingerprints[group]
 
     def document(self, name, api_version):
         """The Scheduled Events document VM ``name`` gets at ``api_version``."""
@@ -507,11 +529,12 @@ class World:
             if not moved:
                 break
         now = self.clock.now()
+        by_group, group_fingerprints = self._visible_by_group(), {}
         for vm in self.vms.values():
             self._disable_if_idle(vm, now)
             if not vm.enabled:
                 continue
-            fingerprint = self._fingerprint_for(vm)
+            fingerprint = self._fingerprint_for(vm, by_group, group_fingerprints)
             if fingerprint != vm.fingerprint:
                 vm.fingerprint = fingerprint
                 vm.incarnation += 1
