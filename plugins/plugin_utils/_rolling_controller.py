@@ -418,7 +418,7 @@ class _Round(object):
         first = record['times']['seen'] is None
         if first:
             record['times']['seen'] = self.now
-            moment = parse_timestamp(event.get('not_before')) if event.get('not_before') else None
+            moment = _not_before(event)
             if event.get('event_status') == 'Scheduled' and moment is not None and moment > self.now:
                 record['notice_seconds'] = moment - self.now
         for field, label in (('event_type', 'type'), ('not_before', 'NotBefore'), ('resources', 'Resources')):
