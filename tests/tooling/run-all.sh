@@ -49,11 +49,28 @@ ROLLING_OLDEST_LANE=("matrix-rolling-2.16:run-matrix.sh 2.16:rolling")
 ROLLING_COMPAT_LANE=("matrix-rolling:run-matrix.sh 2.17:rolling 2.18:rolling")
 E2E_LANE=("e2e-tests:run-e2e-tests.sh")
 
-# Runs the stages of one lane in order; records "name result seconds" lines.
+# CPU seconds (user + system) in a file written by bash's `times`, whose
+# second line is what this shell's finished child processes have used. It must
+# be written by the lane's shell itself: a command substitution is a new
+# process, whose children have used nothing. Processes that leave their parent
+# (daemons) are not counted, so a stage's figure is a lower bound; it says
+# where the work of a run goes.
+cpu_seconds_in() {
+    awk 'NR == 2 {
+        total = 0
+        for (field = 1; field <= 2; field++) {
+            split($field, part, "m")
+            total += part[1] * 60 + substr(part[2], 1, length(part[2]) - 1)
+        }
+        printf "%d\n", total
+    }' "$1"
+}
+
+# Runs the stages of one lane in order; records "name result seconds cpu" lines.
 run_lane() {
     local lane="$1"
     shift
-    local entry name script started status result
+    local entry name script started status result cpu_before cpu_used
     local -a arguments
     for entry in "$@"; do
         name="${entry%%:*}"
@@ -61,6 +78,8 @@ run_lane() {
         script="${arguments[0]}"
         arguments=("${arguments[@]:1}")
         started=${SECONDS}
+        times >"${RUN_DIR}/${lane}.times"
+        cpu_before="$(cpu_seconds_in "${RUN_DIR}/${lane}.times")"
         status=0
         # Each stage stages its own copy of the collection and has its own
         # temporary folder, so the lanes never meet.
@@ -68,12 +87,15 @@ run_lane() {
         BUILD_DIR="${RUN_DIR}/${name}/build" TMPDIR="${RUN_DIR}/${name}/tmp" \
             bash "${TOOLING_DIR}/${script}" "${arguments[@]}" >"${LOG_DIR}/${name}.log" 2>&1 || status=$?
         if [[ ${status} -eq 0 ]]; then result="ok"; else result="FAILED(exit-${status})"; fi
-        printf '%s %s %d\n' "${name}" "${result}" "$((SECONDS - started))" >>"${RUN_DIR}/${lane}.results"
+        times >"${RUN_DIR}/${lane}.times"
+        cpu_used=$(($(cpu_seconds_in "${RUN_DIR}/${lane}.times") - cpu_before))
+        printf '%s %s %d %d\n' "${name}" "${result}" "$((SECONDS - started))" "${cpu_used}" >>"${RUN_DIR}/${lane}.results"
         # One stage's whole log at a time, never interleaved with the other lane.
         {
             flock 9
             cat "${LOG_DIR}/${name}.log"
-            printf '\n---- stage %s: %s after %ds (%s lane) ----\n' "${name}" "${result}" "$((SECONDS - started))" "${lane}"
+            printf '\n---- stage %s: %s after %ds, %d CPU-s (%s lane) ----\n' "${name}" "${result}" "$((SECONDS - started))" \
+                "${cpu_used}" "${lane}"
         } 9>"${RUN_DIR}/print.lock"
     done
 }
@@ -103,6 +125,7 @@ last_phase=$((SECONDS - phase_started))
 
 banner "stage summary (three lanes side by side: ${first_phase}s; the rolling runs, three lanes: ${rolling_phase}s; end to end alone: ${last_phase}s; total ${SECONDS}s)"
 failed=0
+total_cpu=0
 for entry in "${PYTEST_LANE[@]}" "${ANSIBLE_TEST_LANE[@]}" "${COMPAT_LANE[@]}" "${ROLLING_LANE[@]}" \
     "${ROLLING_OLDEST_LANE[@]}" "${ROLLING_COMPAT_LANE[@]}" "${E2E_LANE[@]}"; do
     name="${entry%%:*}"
@@ -112,10 +135,14 @@ for entry in "${PYTEST_LANE[@]}" "${ANSIBLE_TEST_LANE[@]}" "${COMPAT_LANE[@]}" "
         failed=1
         continue
     fi
-    read -r _ result seconds <<<"${line}"
-    printf '  %-20s %-18s %5ss\n' "${name}" "${result}" "${seconds}"
+    read -r _ result seconds cpu <<<"${line}"
+    printf '  %-20s %-18s %5ss %6s CPU-s\n' "${name}" "${result}" "${seconds}" "${cpu}"
+    total_cpu=$((total_cpu + cpu))
     [[ "${result}" == "ok" ]] || failed=1
 done
+# The work of the run against its wall time (docs/development.md says what
+# the CPU figure bounds and what it does not).
+echo "  the stages used ${total_cpu} CPU-s in ${SECONDS}s on $(nproc) core(s)"
 
 if [[ ${failed} -ne 0 ]]; then
     echo "make test: FAILED (see the stages marked FAILED above; logs kept in ${LOG_DIR})"
