@@ -17,7 +17,8 @@ author:
 description:
   - A screen output for long runs over many hosts, such as C(azure_maintenance.scheduled_events.rolling_maintenance),
     whose own messages say what happened to each event at each step.
-  - Without C(-v), the lines of C(debug) tasks are printed as they are, one line each, without a task banner; results
+  - Without C(-v), a play named as the play before it (the rolling playbook's plays of rounds) gets no banner of its
+    own, and the lines of C(debug) tasks are printed as they are, one line each, without a task banner; results
     that are C(ok), C(changed) or C(skipped), failures the play ignores (C(ignore_errors)), C(included) lines and
     C(FAILED - RETRYING) lines are not printed; other failed and unreachable results are printed in full under
     their task banner, as by the default output; the recap lists
@@ -83,6 +84,17 @@ class CallbackModule(DefaultCallback):
         if self._quiet() and k in ('display_ok_hosts', 'display_skipped_hosts'):
             return False
         return super(CallbackModule, self).get_option(k, *args, **kwargs)
+
+    def v2_playbook_on_play_start(self, play):
+        name = play.get_name().strip()
+        if self._quiet() and name and name == getattr(self, '_last_play_banner', None):
+            # A play that goes on with the work of the play before it, under
+            # the same name (the rolling playbook runs its rounds in several
+            # plays), gets no banner of its own.
+            self._play = play
+            return None
+        self._last_play_banner = name
+        return super(CallbackModule, self).v2_playbook_on_play_start(play)
 
     def v2_runner_on_ok(self, result):
         if not self._quiet():

@@ -74,3 +74,35 @@ def test_verbose_is_the_default_output():
     plugin.v2_runner_retry(task_result('ansible.builtin.uri', {'retries': 5, 'attempts': 1}))
     assert any(line.startswith('FAILED - RETRYING') for line in shown(plugin))
     assert plugin.get_option('display_ok_hosts') is True
+
+
+def play(name):
+    return mock.MagicMock(get_name=mock.MagicMock(return_value=name), check_mode=False)
+
+
+def banners(plugin):
+    return [call.args[0] for call in plugin._display.banner.call_args_list]
+
+
+def test_quiet_gives_a_play_that_goes_on_with_the_same_name_no_banner():
+    plugin = callback(0)
+    for name in ['Rolling Azure maintenance', 'Maintain, round after round', 'Maintain, round after round',
+                 'Maintain, round after round', 'Report on the rolling Azure maintenance']:
+        plugin.v2_playbook_on_play_start(play(name))
+    assert banners(plugin) == ['PLAY [Rolling Azure maintenance]', 'PLAY [Maintain, round after round]',
+                               'PLAY [Report on the rolling Azure maintenance]']
+
+
+@pytest.mark.parametrize('verbosity, names, expected', [
+    # -v shows every banner, as the default output does.
+    (1, ['Maintain', 'Maintain'], ['PLAY [Maintain]', 'PLAY [Maintain]']),
+    # Plays without a name are not taken for one another.
+    (0, ['', ''], ['PLAY', 'PLAY']),
+    # A name seen before, but not just before, is a new part of the playbook.
+    (0, ['A', 'B', 'A'], ['PLAY [A]', 'PLAY [B]', 'PLAY [A]']),
+])
+def test_play_banners_the_quiet_output_keeps(verbosity, names, expected):
+    plugin = callback(verbosity)
+    for name in names:
+        plugin.v2_playbook_on_play_start(play(name))
+    assert banners(plugin) == expected
