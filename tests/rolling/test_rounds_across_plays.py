@@ -1,0 +1,57 @@
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""System test: the rounds of a run go on from one play of rounds to the next.
+
+The playbook shares its rounds out among several plays (a play keeps every
+task it includes until it ends, so one play of 1,000 rounds would keep
+growing). Here the batches are two rounds long, so a run of 45 rounds spans
+twelve plays, and an event is handled across play boundaries: the state, the
+count of rounds and the stop carry over, and every round runs exactly once.
+
+Run: .venv/bin/python -m pytest tests/rolling/test_rounds_across_plays.py -v
+"""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rolling_harness import RollingWorld, inventory_name  # noqa: E402 pylint: disable=wrong-import-position
+
+pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='needs the simulator and ansible-playbook locally')
+
+FREEZE = 'E6000000-0000-4000-8000-000000000001'
+ROUNDS = 45
+ROUNDS_PLAY_BANNER = 'PLAY [Maintain, round after round]'
+
+
+def reads_of(world, vm):
+    return sum(1 for entry in world.control.log(vm=vm)
+               if entry['method'] == 'GET' and entry['path'].startswith('/metadata/scheduledevents'))
+
+
+def test_rounds_and_an_event_carry_over_from_play_to_play(tmp_path):
+    groups = {'web': {'vms': [('web_0', 0), ('web_1', 1)], 'max_unavailable': 1}}
+    with RollingWorld(tmp_path, groups, speed=1) as world:
+        world.control.create_event(event_id=FREEZE, event_type='Freeze', resources=['web_0'],
+                                   linger_seconds=3, impact_seconds=1)
+        # Two rounds a batch: 23 batches over 20 plays, two batches (four rounds) a play, so the event's
+        # steps (drain, approve, see it start and end, verify, undrain) cannot all fall in one play.
+        run = world.run_playbook(env={'ANSIBLE_DISPLAY_SKIPPED_HOSTS': 'false'}, rolling_max_rounds=ROUNDS,
+                                 rolling_settle_seconds=10 ** 6, rolling_poll_interval_seconds=0.001,
+                                 _rolling_batch=2)
+        assert run.returncode == 0, run.output[-3000:]
+        assert run.report['run']['rounds'] == ROUNDS, run.report['run']
+        assert run.report['run']['stop_reason'] == 'stopped after %d rounds (rolling_max_rounds)' % ROUNDS
+        # Every round read every host once: no round lost or run twice at a play boundary. (web_1 has no
+        # event, so the rounds are all that read it; the approval and the wait for web_0 read it too.)
+        assert reads_of(world, 'web_1') == ROUNDS
+        # Every play of rounds started; those after the last round ended at once.
+        assert run.output.count(ROUNDS_PLAY_BANNER) == 20, run.output[-3000:]
+        # The event, begun in one play and finished in another, was handled once and safely.
+        event = run.event(FREEZE)
+        assert event['outcome'] == 'approved', event
+        assert [step for _at, step in world.steps()[inventory_name('web_0')]] == ['drain', 'verify', 'undrain']
+        assert [event_ids for _at, _vm, event_ids in world.approvals()] == [[FREEZE.lower()]]
+        assert world.invariant_problems(run) == []
