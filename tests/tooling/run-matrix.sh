@@ -37,12 +37,13 @@ PLUGIN_TARGETS="module_scheduled_events_info module_scheduled_events_approve loo
 # a normal run (drain, approve, wait, verify, undrain, a foreign event) over
 # IMDS and over the fleet plane. On the oldest core, also every other task
 # file and plugin the playbook runs: the Windows-path tasks, the quiet output
-# callback, check mode, the input checks and the over-budget exit. The
-# scenarios left to the newest core differ only in the events they play, and
-# those are decided in Python that does not depend on the core.
+# callback, check mode, the input checks, the over-budget exit and the rounds
+# going on from one play of rounds to the next. The scenarios left to the
+# newest core differ only in the events they play, and those are decided in
+# Python that does not depend on the core.
 ROLLING_ALL="env SYSTEM_TEST_SUITES=tests/rolling bash tests/tooling/run-system-tests.sh"
 ROLLING_ONE="${ROLLING_ALL} -k four_events_at_once"
-ROLLING_OLDEST="${ROLLING_ALL} -k (four_events_at_once)or(mixed_linux)or(quiet_output)or(check_mode)or(misspelled)or(never_fit)"
+ROLLING_OLDEST="${ROLLING_ALL} -k (four_events_at_once)or(mixed_linux)or(quiet_output)or(check_mode)or(misspelled)or(never_fit)or(from_play_to_play)"
 
 MATRIX_JOBS=(
     # pylint is left to the newest core: on a shared 2-core machine it alone takes minutes,
