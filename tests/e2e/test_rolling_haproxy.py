@@ -58,10 +58,21 @@ def test_no_request_failed_under_load(drained_run):
     assert len(load['by_backend']) == 10, load['by_backend']
 
 
-def test_every_event_was_approved_once_after_its_hosts_were_drained(drained_run):
+def approved_in(run):
+    return set(event_id for event_id, found in approval_posts_by_event(run['approvals']).items() if found)
+
+
+def test_every_event_was_approved_once_after_its_hosts_were_drained_or_started_drained(drained_run):
+    # Each event of the inventory is approved once its hosts are drained. On
+    # a machine slow enough, Azure's NotBefore can come between the drain and
+    # the approval: the event then starts on drained hosts, which is safe, and
+    # the report says "started by Azure". How many are approved depends on
+    # the machine's speed, so the test does not count them; it checks that no
+    # approval went out twice or before a drain, and that at least one did.
     posts = approval_posts_by_event(drained_run['approvals'])
-    assert set(event_id for event_id, found in posts.items() if found) == APPROVED
-    for event_id in APPROVED:
+    approved = approved_in(drained_run)
+    assert approved and approved <= APPROVED, approved
+    for event_id in approved:
         assert len(posts[event_id]) == 1, (event_id, posts[event_id])
     assert undrained_at_approval(drained_run) == []
 
@@ -82,7 +93,8 @@ def test_the_report_matches_what_happened(drained_run):
     report = drained_run['report']
     events = dict((event['event_id'], event) for event in report['events'])
     assert set(events) == set(scenario_event_ids())
-    assert set(report['run']['approved']) == APPROVED
+    # The report's approvals are exactly those the simulator received.
+    assert set(report['run']['approved']) == approved_in(drained_run)
     assert report['run']['failed'] is False and report['run']['summary'].startswith('succeeded')
     assert events[FOREIGN_FREEZE]['foreign_resources'] == ['partner_0']
     assert events[FOREIGN_FREEZE]['outcome'] == 'foreign'
@@ -93,7 +105,14 @@ def test_the_report_matches_what_happened(drained_run):
         assert events[event_id]['status_when_seen'] == 'Scheduled', events[event_id]
     assert events[REBOOT_WEB_UD1]['hosts'] == ['web2', 'web3']
     posts = approval_posts_by_event(drained_run['approvals'])
-    for event_id in APPROVED:
+    for event_id in APPROVED - approved_in(drained_run):
+        # Started by Azure before the approval went out: on drained hosts.
+        event = events[event_id]
+        assert event['outcome'] == 'started_by_azure', event
+        assert event['times']['approved'] is None and event['errors'] == [], event
+        assert event['times']['drained'] <= event['times']['started'], event
+        assert event['times']['impact_over'] <= event['times']['verified'] <= event['times']['undrained']
+    for event_id in approved_in(drained_run):
         event = events[event_id]
         assert event['outcome'] == 'approved', event
         assert event['errors'] == [], event
@@ -118,7 +137,7 @@ def test_the_report_agrees_with_the_simulators_logs(drained_run):
 
 def test_without_draining_requests_fail(undrained_run):
     assert undrained_run['code'] == 0, log_tail(undrained_run['log'])
-    approved = set(event_id for event_id, found in approval_posts_by_event(undrained_run['approvals']).items() if found)
+    approved = approved_in(undrained_run)
     # Without drains the run is paced differently, and an event may reach its
     # NotBefore first; what matters is that approvals went out undrained.
     assert approved and approved <= APPROVED, approved
