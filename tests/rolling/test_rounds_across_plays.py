@@ -12,6 +12,7 @@ Run: .venv/bin/python -m pytest tests/rolling/test_rounds_across_plays.py -v
 """
 
 import os
+import re
 import sys
 
 import pytest
@@ -24,6 +25,8 @@ pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='needs the simul
 FREEZE = 'E6000000-0000-4000-8000-000000000001'
 ROUNDS = 45
 ROUNDS_PLAY_BANNER = 'PLAY [Maintain, round after round]'
+# The default output's line for a round's include: the hosts, then the loop's label.
+ROUND_INCLUDED = re.compile(r'^included: \S+/rolling_round_imds\.yml for (.+) => \(item=round ([0-9]+)\)$', re.M)
 
 
 def reads_of(world, vm):
@@ -44,9 +47,13 @@ def test_rounds_and_an_event_carry_over_from_play_to_play(tmp_path):
         assert run.returncode == 0, run.output[-3000:]
         assert run.report['run']['rounds'] == ROUNDS, run.report['run']
         assert run.report['run']['stop_reason'] == 'stopped after %d rounds (rolling_max_rounds)' % ROUNDS
-        # Every round read every host once: no round lost or run twice at a play boundary. (web_1 has no
-        # event, so the rounds are all that read it; the approval and the wait for web_0 read it too.)
-        assert reads_of(world, 'web_1') == ROUNDS
+        # Every round was included once, for both hosts: none lost or run twice at a play boundary.
+        included = ROUND_INCLUDED.findall(run.output)
+        assert sorted(int(number) for _hosts, number in included) == list(range(1, ROUNDS + 1)), included
+        assert all(sorted(hosts.split(', ')) == [inventory_name('web_0'), inventory_name('web_1')]
+                   for hosts, _number in included), included
+        # And each read both hosts (a throttled read is retried, so a host may be asked more often).
+        assert reads_of(world, 'web_1') >= ROUNDS
         # Every play of rounds started; those after the last round ended at once.
         assert run.output.count(ROUNDS_PLAY_BANNER) == 20, run.output[-3000:]
         # The event, begun in one play and finished in another, was handled once and safely.
