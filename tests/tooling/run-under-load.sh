@@ -11,25 +11,38 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 require_venv
 rounds="${ROUNDS:-3}"
 # A burner stops by itself after this long, even if this script is killed.
+# The burners are started afresh for each round, so every round runs loaded
+# however many rounds there are.
 burn_limit_seconds="${BURN_LIMIT_SECONDS:-3600}"
 burners=()
 
-# Always stop the burners, however this script ends.
-trap 'kill "${burners[@]}" 2>/dev/null || true; wait 2>/dev/null || true' EXIT
+stop_burners() {
+    kill "${burners[@]}" 2>/dev/null || true
+    wait "${burners[@]}" 2>/dev/null || true
+    burners=()
+}
+start_burners() {
+    local _
+    for _ in $(seq "$(nproc)"); do
+        timeout "${burn_limit_seconds}" "${VENV_PYTHON}" -c 'while True: pass' &
+        burners+=("$!")
+    done
+}
 
-for _ in $(seq "$(nproc)"); do
-    timeout "${burn_limit_seconds}" "${VENV_PYTHON}" -c 'while True: pass' &
-    burners+=("$!")
-done
-banner "load proof: ${#burners[@]} CPU burner(s) running (pids ${burners[*]}); ${rounds} rounds of the system tests"
+# Always stop the burners, however this script ends.
+trap stop_burners EXIT
+
+banner "load proof: $(nproc) CPU burner(s) during each of ${rounds} rounds of the system tests"
 
 summary=()
 failed=0
 for round in $(seq "${rounds}"); do
     started=${SECONDS}
     status=0
+    start_burners
     { bash "${TOOLING_DIR}/run-system-tests.sh" "$@" && bash "${TOOLING_DIR}/run-rolling-system-tests.sh" "$@" \
         && bash "${TOOLING_DIR}/run-e2e-tests.sh" "$@"; } || status=$?
+    stop_burners
     summary+=("$(printf '  round %d: %s in %ds' "${round}" "$([[ ${status} -eq 0 ]] && echo ok || echo "FAILED (exit ${status})")" "$((SECONDS - started))")")
     [[ ${status} -eq 0 ]] || failed=1
 done
