@@ -29,6 +29,8 @@ import sys
 import tempfile
 import time
 
+from process_figures import load_average
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TARGET_SECONDS_AT_1000 = 5.0
 T0 = 1700000000.0
@@ -82,7 +84,7 @@ def main():
     parent, controller, rolling = import_planner()
     try:
         print('method: first-round reconcile of N hosts and N/2 new two-VM Freezes, fastest of %d; baseline: '
-              'copy.deepcopy of the observation; load average %s' % (args.runs, open('/proc/loadavg').read().split()[0]))
+              'copy.deepcopy of the observation; load average %s' % (args.runs, load_average()))
         print('%8s %8s %12s %12s %8s' % ('hosts', 'events', 'planner s', 'baseline s', 'ratio'))
         figures = {}
         for size in args.sizes:

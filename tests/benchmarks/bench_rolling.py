@@ -65,15 +65,12 @@ sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'rolling'))
 
 from rolling_harness import PLAYBOOK, RollingWorld, parse_iso  # noqa: E402 pylint: disable=wrong-import-position
 
+from process_figures import cpu_seconds, load_average, memory_kib  # noqa: E402 pylint: disable=wrong-import-position
+
 USER_EVENT = 'BE000000-0000-4000-8000-000000000001'
 # Long enough that a run under load does not end before its first round has seen the event.
 SETTLE = 60
 QUIET = {'ANSIBLE_STDOUT_CALLBACK': 'azure_maintenance.scheduled_events.quiet'}
-
-
-def loadavg():
-    with open('/proc/loadavg', encoding='ascii') as handle:
-        return ' '.join(handle.read().split()[:3])
 
 
 def children_cpu():
@@ -163,28 +160,6 @@ def measure(size, forks, idle_rounds, baseline_rounds):
     return figures
 
 
-def rss_kib(pid):
-    try:
-        with open('/proc/%d/status' % pid, encoding='ascii') as handle:
-            for line in handle:
-                if line.startswith('VmRSS:'):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def cpu_seconds(pid):
-    """User and system CPU seconds the process itself has used (not its children), or None once it has gone."""
-    try:
-        with open('/proc/%d/stat' % pid, encoding='ascii') as handle:
-            fields = handle.read().rsplit(')', 1)[1].split()
-    except OSError:
-        return None
-    # After the command name: state is field 3 of stat(5), utime 14 and stime 15.
-    return (int(fields[11]) + int(fields[12])) / float(os.sysconf('SC_CLK_TCK'))
-
-
 def sample_run(command, env, cwd, log_path, rounds_done):
     """Run ``command`` to its end; every 2 s, ``(seconds since start, rounds done, RSS KiB, CPU seconds)`` of the
     process (the controller: its forked workers are not counted)."""
@@ -197,7 +172,7 @@ def sample_run(command, env, cwd, log_path, rounds_done):
         try:
             while process.poll() is None and time.time() < deadline:
                 time.sleep(2)
-                samples.append((time.time() - started, rounds_done(), rss_kib(process.pid), cpu_seconds(process.pid)))
+                samples.append((time.time() - started, rounds_done(), memory_kib(process.pid, 'VmRSS'), cpu_seconds(process.pid)))
         finally:
             if process.poll() is None:
                 process.kill()
@@ -326,7 +301,7 @@ def print_soak(label, samples, rounds):
     print('%s: first tenth %.2f s/round (controller CPU %.3f s), max RSS %.0f MiB | last tenth %.2f s/round '
           '(controller CPU %.3f s), max RSS %.0f MiB | about %.0f KiB more per round | %d rounds in %.0f s | load %s'
           % (label, first_round, first_cpu, first_rss, last_round, last_cpu, last_rss, growth, samples[-1][1],
-             samples[-1][0], loadavg()))
+             samples[-1][0], load_average()))
     return last_cpu < 1.5 * max(first_cpu, 0.001) and last_rss < 1.25 * first_rss
 
 
@@ -366,7 +341,7 @@ def main():
           '(scheduled_events_remote_http=module, 1 and 1+%d rounds); floor: one ad-hoc module read of every host. '
           'detection->approval: simulator created_at (event created once the rounds began) to the approval POST.'
           % (args.forks, args.idle_rounds, args.baseline_rounds))
-    print('load average at start: %s' % loadavg())
+    print('load average at start: %s' % load_average())
     results = []
     for size in sizes:
         figures = measure(size, args.forks, args.idle_rounds, args.baseline_rounds)
@@ -375,13 +350,13 @@ def main():
               '%.1f s | User event detection->approval %s, drained->approved %s | wall %.1f s (%d rounds) | load %s'
               % (size, figures['round'], figures['round_cpu'], figures['round_module'], figures['round_module_cpu'],
                  figures['floor_read'], seconds(figures['detection_to_approval']),
-                 seconds(figures['drained_to_approved']), figures['wall'], figures['rounds'], loadavg()))
+                 seconds(figures['drained_to_approved']), figures['wall'], figures['rounds'], load_average()))
         sys.stdout.flush()
     if results:
         print_goals(results)
     if args.soak_rounds:
         print('soak: %d idle rounds back to back over %d hosts (load %s)'
-              % (args.soak_rounds, args.soak_hosts, loadavg()))
+              % (args.soak_rounds, args.soak_hosts, load_average()))
         sys.stdout.flush()
         samples = soak(args.soak_rounds, args.soak_hosts, args.forks)
         flat = print_soak('soak', samples, args.soak_rounds)
@@ -393,7 +368,7 @@ def main():
         baseline = include_loop_soak(args.soak_rounds, args.soak_hosts, args.forks)
         print_soak('baseline (ansible-core include loop, trivial tasks, same rounds and hosts)', baseline,
                    args.soak_rounds)
-    print('load average at end: %s' % loadavg())
+    print('load average at end: %s' % load_average())
     return 0
 
 

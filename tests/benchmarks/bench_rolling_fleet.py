@@ -59,6 +59,8 @@ sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'rolling'))
 from fleet_rolling_harness import TOKEN, FleetRollingWorld  # noqa: E402
 from rolling_harness import RollingWorld, collections_path  # noqa: E402
 
+from process_figures import load_average  # noqa: E402
+
 USER_EVENT = 'BF000000-0000-4000-8000-000000000001'
 
 
@@ -187,7 +189,7 @@ def main():
           'the pass rolling_fleet_watch makes each round on arguments converted once, medians of 3. '
           'Load average at start %s'
           % (args.forks, args.many_rounds, args.fleet_many_rounds, args.few_rounds, IDLE_POLL_SECONDS,
-             ' '.join('%.1f' % value for value in os.getloadavg())))
+             load_average()))
     for size in [int(value) for value in args.imds_sizes.split(',') if value]:
         figures = measure(RollingWorld, size, args.forks, args.few_rounds, args.many_rounds)
         print('IMDS  %5d hosts: round %6.2f s | idle run of %d rounds %6.1f s | wall %6.1f s (%d rounds) | '
@@ -210,7 +212,7 @@ def main():
               % (size, figures['round'], args.few_rounds, figures['idle_wall'], figures['wall'], figures['rounds'],
                  figures['seen_to_approved'], figures['controller'], figures['imds_requests']))
         sys.stdout.flush()
-    print('Load average at end %s' % ' '.join('%.1f' % value for value in os.getloadavg()))
+    print('Load average at end %s' % load_average())
     if biggest is not None:
         print('fleet-plane round at %d VMs: %.2f s (goal < 5 s at 1,000): %s; controller share %.2f s'
               % (biggest['hosts'], biggest['round'], 'met' if biggest['round'] < 5 else 'NOT met',

@@ -50,10 +50,10 @@ REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'simulator'))
 
 from imds_simulator.process import SimulatorProcess  # noqa: E402  (path set just above)
+from process_figures import cpu_seconds, load_average, memory_kib  # noqa: E402  (beside this script)
 
 PROGRAM = os.environ.get('SCHEDULED_EVENTS_SERVICE_PROGRAM') or os.path.join(
     REPO_ROOT, 'roles', 'scheduled_events_service', 'files', 'scheduled-events-service')
-CLOCK_TICKS = os.sysconf('SC_CLK_TCK')
 POLL_INTERVAL = 1.0
 SCHEDULED_EVENTS_PATH = '/metadata/scheduledevents'
 
@@ -95,26 +95,6 @@ def iso_to_epoch(text):
     seconds = calendar.timegm(time.strptime(text[:19], '%Y-%m-%dT%H:%M:%S'))
     fraction = text[19:].rstrip('Z')
     return seconds + (float(fraction) if fraction.startswith('.') else 0.0)
-
-
-def cpu_seconds(pid):
-    with open('/proc/%d/stat' % pid) as handle:
-        fields = handle.read().rsplit(')', 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / float(CLOCK_TICKS)
-
-
-def peak_rss_mb(pid):
-    with open('/proc/%d/status' % pid) as handle:
-        for line in handle:
-            if line.startswith('VmHWM:'):
-                return int(line.split()[1]) / 1024.0
-    return float('nan')
-
-
-def load_average():
-    """The machine's load average as /proc/loadavg gives it: figures mean little without it."""
-    with open('/proc/loadavg') as handle:
-        return ' '.join(handle.read().split()[:3])
 
 
 def read_marks(path):
@@ -279,7 +259,7 @@ def measure_idle(bench, seconds):
     before = dict((key, cpu_seconds(process.pid)) for key, process in processes.items())
     time.sleep(seconds)
     after = dict((key, cpu_seconds(process.pid)) for key, process in processes.items())
-    rss = dict((key, peak_rss_mb(process.pid)) for key, process in processes.items())
+    rss = dict((key, memory_kib(process.pid, 'VmHWM') / 1024.0) for key, process in processes.items())
     polls = dict((key, len(bench.poll_times(vm, since=first_seq))) for key, _label, vm in IDLE_CLIENTS)
     for process in processes.values():
         bench.stop(process)
