@@ -2,8 +2,15 @@
 
 Commands run without a shell, never block the simulator, and every run is
 recorded with its argv and, once known, its exit code.
+
+A VM's commands run one after another, in the order its impacts came: a
+command that pauses what stands for the VM and the one that resumes it must
+never overtake each other. Started at once, they could: each is its own
+process, and on a busy machine a later one can be scheduled first, leaving
+the VM paused for good after its impacts ended.
 """
 
+import collections
 import logging
 import subprocess
 import threading
@@ -32,50 +39,67 @@ def substitute(template, values):
 
 
 class ImpactRunner:
-    """Starts impact commands and collects their exit codes."""
+    """Starts impact commands, one VM's after another, and collects their exit codes."""
 
     def __init__(self, records):
         self._records = records
         self._lock = threading.Lock()
-        self._running = []
+        self._running = {}      # vm -> (process, record) of the command running for it
+        self._waiting = collections.defaultdict(collections.deque)  # vm -> records to run next, oldest first
 
     def run(self, template, phase, vm, event, sim_now):
+        """Run the command of ``phase`` for ``vm`` now, or once the VM's earlier commands have exited."""
         values = {'phase': phase, 'vm': vm, 'event_id': event.event_id, 'event_type': event.event_type,
                   'duration': str(event.duration_seconds)}
-        argv = substitute(template, values)
         record = {'phase': phase, 'vm': vm, 'event_id': event.event_id, 'event_type': event.event_type,
-                  'argv': argv, 'sim_time': format_iso(sim_now), 'real_time': format_iso(time.time()),
-                  'pid': None, 'exit_code': None, 'error': None}
+                  'argv': substitute(template, values), 'sim_time': format_iso(sim_now),
+                  'real_time': format_iso(time.time()), 'pid': None, 'exit_code': None, 'error': None}
+        self._records.append(record)
+        with self._lock:
+            if vm in self._running or self._waiting[vm]:
+                self._waiting[vm].append(record)
+                _LOG.info('impact %s for event %s on %s: waits for the VM\'s earlier impact command to exit',
+                          phase, event.event_id, vm)
+                return
+            self._launch(vm, record)
+
+    def _launch(self, vm, record):
+        """Start ``record``'s command (called with the lock held)."""
         try:
-            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            process = subprocess.Popen(record['argv'], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                        stderr=subprocess.DEVNULL, close_fds=True)
         except OSError as exc:
-            record['error'] = 'cannot run %s: %s' % (argv[0], exc.strerror or exc)
-            _LOG.warning('impact %s for %s/%s: %s', phase, event.event_id, vm, record['error'])
-            self._records.append(record)
-            return
-        record['pid'] = process.pid
-        self._records.append(record)
-        _LOG.info('impact %s for event %s on %s: pid %d %s', phase, event.event_id, vm, process.pid, argv)
-        with self._lock:
-            self._running.append((process, record))
+            self._records.update(record, error='cannot run %s: %s' % (record['argv'][0], exc.strerror or exc))
+            _LOG.warning('impact %s for %s/%s: %s', record['phase'], record['event_id'], vm, record['error'])
+            return False
+        self._records.update(record, pid=process.pid)
+        self._running[vm] = (process, record)
+        _LOG.info('impact %s for event %s on %s: pid %d %s', record['phase'], record['event_id'], vm, process.pid,
+                  record['argv'])
+        return True
 
     def reap(self):
-        """Record exit codes of finished commands; cheap enough for every tick."""
+        """Record exit codes of finished commands and start the next of their VMs; cheap enough for every tick."""
         with self._lock:
-            still_running = []
-            for process, record in self._running:
+            for vm, (process, record) in list(self._running.items()):
                 code = process.poll()
-                if code is None:
-                    still_running.append((process, record))
-                else:
+                if code is not None:
                     self._records.update(record, exit_code=code)
-            self._running = still_running
+                    del self._running[vm]
+            for vm, waiting in list(self._waiting.items()):
+                while vm not in self._running and waiting:
+                    self._launch(vm, waiting.popleft())
+                if not waiting:
+                    del self._waiting[vm]
 
     def stop_all(self, grace_seconds=2.0):
-        """Terminate commands still running (simulator shutdown)."""
+        """Terminate commands still running and drop those waiting (simulator shutdown or reset)."""
         with self._lock:
-            running, self._running = self._running, []
+            running, self._running = list(self._running.values()), {}
+            waiting, self._waiting = self._waiting, collections.defaultdict(collections.deque)
+        for records in waiting.values():
+            for record in records:
+                self._records.update(record, error='not run: the simulator stopped or was reset first')
         for process, record in running:
             if process.poll() is None:
                 process.terminate()

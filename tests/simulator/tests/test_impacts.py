@@ -59,6 +59,48 @@ def test_config_impact_command_runs_start_then_end_per_vm(make_sim, recorder):
     assert records[0]['argv'][0] == sys.executable
 
 
+GATED_RECORDER = r'''
+import os, sys, time
+output, gate, phase, vm = sys.argv[1:5]
+if phase == "start" and vm == "vm0":
+    # Held until the test opens the gate, like a slow pause of a VM.
+    deadline = time.monotonic() + 30
+    while not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.02)
+with open(output, "a") as out:
+    out.write(phase + " " + vm + "\n")
+'''
+
+
+def test_a_vms_end_command_waits_for_its_start_command_and_other_vms_do_not_wait(make_sim, tmp_path):
+    # Each command is its own process: started at once, a quick end could
+    # overtake a slow start and leave the VM "paused" after its impact ended.
+    script = tmp_path / 'gated.py'
+    script.write_text(GATED_RECORDER)
+    output, gate = tmp_path / 'impacts.txt', tmp_path / 'gate'
+    sim = make_sim(world_config(impact_command=[sys.executable, str(script), str(output), str(gate), '{phase}',
+                                                '{vm}']))
+    held = sim.control.create_event('Freeze', ['vm0'], duration_seconds=5)
+    sim.approve('vm0', held)
+    sim.control.advance_clock(6)
+    end = [record for record in sim.control.impacts() if record['phase'] == 'end']
+    assert len(end) == 1 and end[0]['pid'] is None and end[0]['error'] is None, end
+    # Another VM's commands run meanwhile, in their own order.
+    other = sim.control.create_event('Freeze', ['vm1'], duration_seconds=5)
+    sim.approve('vm1', other)
+    sim.control.advance_clock(6)
+    assert wait_for_lines(output, 2) == ['start vm1', 'end vm1']
+    gate.write_text('open')
+    assert wait_for_lines(output, 4, timeout=30)[2:] == ['start vm0', 'end vm0']
+
+    def all_finished(control):
+        records = control.impacts()
+        return records if all(record['exit_code'] is not None for record in records) else None
+
+    records = sim.control.wait_for(all_finished)
+    assert all(record['pid'] and record['exit_code'] == 0 for record in records), records
+
+
 def test_impact_seconds_default_to_7_when_duration_unknown(make_sim, recorder):
     command, output = recorder
     sim = make_sim(world_config(impact_command=command))
