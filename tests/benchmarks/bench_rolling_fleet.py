@@ -15,11 +15,14 @@ the kernel chooses, its clock at real speed, Resource Graph quota off):
    --many-rounds), polling back to back; the difference of their wall
    times (the report's) divided by the difference of their rounds, so that
    what every run costs once (start, setup, the last round's host tasks,
-   the report) cancels out. Both runs fill the playbook's first batch of 25
-   rounds, which is copied for every host when it starts, so that the
-   copies count as a fixed cost too. The fleet plane's rounds are cheap, so
-   its longer run has more of them: the noise of the fixed costs (several
-   seconds at 500 VMs) would otherwise drown the figure.
+   the report) cancels out. Over IMDS both runs fill the playbook's first
+   batch of 25 rounds, which is copied for every host when it starts, so
+   that the copies count as a fixed cost too; over the fleet plane the
+   rounds of an idle run are made by the watch of the first play of rounds,
+   which runs on one host, and no batch is included. The fleet plane's
+   rounds are cheap, so its longer run has more of them: the noise of the
+   fixed costs (several seconds at 500 VMs) would otherwise drown the
+   figure.
 2. Wall time: a run in which a User Freeze on one VM is drained, approved
    through ARM, verified and undrained, from ansible-playbook start to exit;
    and the event's detection-to-approval time from the run's report.

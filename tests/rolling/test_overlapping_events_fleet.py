@@ -79,3 +79,30 @@ def test_rounds_with_nothing_for_the_hosts_run_no_task_on_them(tmp_path):
         assert run.report['run']['stop_reason'] == 'stopped after 4 rounds (rolling_max_rounds)'
         assert run.output.count(ACT_TASK) == 1, run.output[-3000:]
         assert world.imds_requests() == {}
+
+
+FREEZE_WEB_2 = 'E5000000-0000-4000-8000-000000000005'
+ROUNDS_PLAY_BANNER = 'PLAY [Maintain, round after round]'
+REPORT_PLAY_BANNER = 'PLAY [Report on the rolling Azure maintenance]'
+
+
+def test_a_round_that_acts_offers_its_tasks_only_to_the_hosts_it_acts_on(tmp_path):
+    """Over the fleet plane, the plays of rounds run on the host that keeps the run's state (the first) and on
+    the hosts the round acts on: a host that no event touches gets no task from the rounds, not even a
+    skipped one (with the linear strategy, a skipped task still costs a worker per host)."""
+    groups = {'web': {'vms': [('web_0', 0), ('web_1', 1), ('web_2', 2), ('web_3', 3)], 'max_unavailable': 1}}
+    with FleetRollingWorld(tmp_path, groups) as world:
+        world.start_scenario([create(FREEZE_WEB_2, 'Freeze', ['web_2'], linger_seconds=20)])
+        run = world.run_playbook(env={'ANSIBLE_DISPLAY_SKIPPED_HOSTS': 'true'})
+        assert_safe(world, run)
+        assert run.returncode == 0, run.output[-3000:]
+        assert world.approvals_per_event() == {FREEZE_WEB_2.lower(): 1}
+        assert [step for _at, step in world.steps()[inventory_name('web_2')]] == ['drain', 'verify', 'undrain']
+        assert set(world.steps()) == {inventory_name('web_2')}
+        rounds = run.output[run.output.index(ROUNDS_PLAY_BANNER):run.output.index(REPORT_PLAY_BANNER)]
+        # The hosts the event leaves alone: no task, no skipped line.
+        for vm_name in ('web_1', 'web_3'):
+            assert '[%s]' % inventory_name(vm_name) not in rounds, rounds[-3000:]
+        # The host it touches got its drain, verify and undrain, and the keeper ran the rounds.
+        assert '[%s]' % inventory_name('web_2') in rounds
+        assert '[%s' % inventory_name('web_0') in rounds
