@@ -11,6 +11,7 @@ Run: .venv/bin/python -m pytest tests/rolling/test_overlapping_events_fleet.py -
 """
 
 import os
+import re
 import sys
 
 import pytest
@@ -106,3 +107,36 @@ def test_a_round_that_acts_offers_its_tasks_only_to_the_hosts_it_acts_on(tmp_pat
         # The host it touches got its drain, verify and undrain, and the keeper ran the rounds.
         assert '[%s]' % inventory_name('web_2') in rounds
         assert '[%s' % inventory_name('web_0') in rounds
+
+
+LAST_PLAY_ACTS = 'TASK [Act on the plan of the play before]'
+ROUND_ON_EVERY_HOST = re.compile(r'^included: \S+/rolling_round_resource_graph\.yml for (.+) => \(item=round [0-9]+\)$',
+                                 re.M)
+
+
+def test_when_the_plays_of_rounds_run_out_the_last_one_goes_on_over_every_host(tmp_path):
+    """The plays of rounds that run on few hosts are bounded by the number of plays; the last play runs on
+    every host, acts on the plan it was handed and goes on round after round as before. Here four plays of
+    rounds and one round a play (test-only overrides of the playbook's private variables) make an event
+    cross from the plays on few hosts to the last one."""
+    groups = {'web': {'vms': [('web_0', 0), ('web_1', 1), ('web_2', 2)], 'max_unavailable': 1}}
+    with FleetRollingWorld(tmp_path, groups) as world:
+        world.start_scenario([create(FREEZE_WEB_2, 'Freeze', ['web_2'], linger_seconds=20)])
+        run = world.run_playbook(env={'ANSIBLE_DISPLAY_SKIPPED_HOSTS': 'false'}, _rolling_round_plays=4,
+                                 _rolling_batch=1)
+        assert_safe(world, run)
+        assert run.returncode == 0, run.output[-3000:]
+        assert world.approvals_per_event() == {FREEZE_WEB_2.lower(): 1}
+        assert [step for _at, step in world.steps()[inventory_name('web_2')]] == ['drain', 'verify', 'undrain']
+        assert set(world.steps()) == {inventory_name('web_2')}
+        event = run.event(FREEZE_WEB_2)
+        assert event['outcome'] == 'approved' and event['times']['undrained'], event
+        # The last play acted on the plan it was handed, then made its rounds on every host.
+        last_play = run.output.split(ROUNDS_PLAY_BANNER)[4]
+        assert LAST_PLAY_ACTS in last_play, last_play[-3000:]
+        rounds = ROUND_ON_EVERY_HOST.findall(last_play)
+        assert rounds, last_play[-3000:]
+        assert all(sorted(hosts.split(', ')) == [inventory_name(vm) for vm in ('web_0', 'web_1', 'web_2')]
+                   for hosts in rounds), rounds
+        # The plays before it made no such round.
+        assert not ROUND_ON_EVERY_HOST.findall(''.join(run.output.split(ROUNDS_PLAY_BANNER)[:4]))
