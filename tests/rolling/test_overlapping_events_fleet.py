@@ -64,6 +64,41 @@ def test_four_events_at_once_over_the_fleet_plane(tmp_path):
             assert steps[-1][1] == 'undrain', (host, steps)
 
 
+def test_update_domains_one_after_another_with_a_spot_preemption_over_the_fleet_plane(tmp_path):
+    """The rolling issue's second overlapping scenario, over the fleet plane: three Reboots, each announced when
+    the one before has left, and a Spot preemption among them; each host's impact is over only when Resource
+    Graph says Completed."""
+    groups = {'web': {'vms': [('web_0', 0), ('web_1', 0), ('web_2', 1), ('web_3', 1), ('web_4', 2), ('web_5', 2),
+                              ('spot_0', 3)],
+                      'max_unavailable': 2}}
+    ud_events = ['B5000000-0000-4000-8000-00000000000%d' % index for index in range(3)]
+    preemption = 'B5000000-0000-4000-8000-000000000009'
+    with FleetRollingWorld(tmp_path, groups, speed=1) as world:
+        fast = {'linger_seconds': 10, 'impact_seconds': 1}
+        world.start_scenario([
+            create(ud_events[0], 'Reboot', ['web_0', 'web_1'], **fast),
+            create(ud_events[1], 'Reboot', ['web_2', 'web_3'], after_removed=ud_events[0], delay_seconds=0.5, **fast),
+            create(ud_events[2], 'Reboot', ['web_4', 'web_5'], after_removed=ud_events[1], delay_seconds=0.5, **fast),
+            create(preemption, 'Preempt', ['spot_0'], at_seconds=3, **fast),
+        ])
+        run = world.run_playbook(timeout=1500, rolling_event_types=['Freeze', 'Reboot', 'Redeploy', 'Preempt'],
+                                 rolling_settle_seconds=8)
+        assert_safe(world, run)
+        assert run.returncode == 0, run.output[-3000:]
+        assert world.imds_requests() == {}
+        counts = world.approvals_per_event()
+        assert dict((event_id, counts.get(event_id.lower())) for event_id in ud_events + [preemption]) == \
+            dict((event_id, 1) for event_id in ud_events + [preemption])
+        assert {entry.get('via') for entry in world.control.approvals()} == {'arm'}
+        spot = run.event(preemption)
+        assert spot['outcome'] == 'approved'
+        assert spot['times']['verified'] is None
+        assert [step for _at, step in world.steps()[inventory_name('spot_0')]] == ['drain']
+        assert all(run.event(event_id)['times']['undrained'] for event_id in ud_events)
+        for vm_name in ('web_0', 'web_1', 'web_2', 'web_3', 'web_4', 'web_5'):
+            assert [step for _at, step in world.steps()[inventory_name(vm_name)]] == ['drain', 'verify', 'undrain']
+
+
 ACT_TASK = 'TASK [Drain, verify, approve and undrain where the plan says]'
 
 
