@@ -27,6 +27,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils
     merge_fleet_events,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling import (
+    RUN_VARIABLES,
     build_report,
     build_setup,
     event_row,
@@ -91,17 +92,23 @@ def rolling_setup(maintenance_groups, inventory_groups, play_hosts, group_settin
     """Checked inputs and per-host settings of a rolling maintenance run.
 
     With ``hostvars``, each host's own ``rolling_*_tasks`` variables are read
-    from it (unless ``host_overrides`` gives them), and every ``rolling_*``
-    variable name defined for a host or as an extra var is checked for typos.
+    from it (unless ``host_overrides`` gives them), every ``rolling_*``
+    variable name defined for a host or as an extra var is checked for typos,
+    and the run-wide ones must have one value on every host.
     """
     play_hosts = _plain(play_hosts)
     host_overrides = _mapping(host_overrides, 'host_overrides', 'rolling_setup')
     options = _mapping(options, 'options', 'rolling_setup')
+    run_variables = {}
     if isinstance(hostvars, Mapping):
         names = set(options.get('defined_variables') or [])
         for host in play_hosts:
             variables = hostvars[host] if host in hostvars else {}
-            names.update(name for name in variables if str(name).startswith('rolling_'))
+            own = [name for name in variables if str(name).startswith('rolling_')]
+            names.update(own)
+            for name in own:
+                if name in RUN_VARIABLES:
+                    run_variables.setdefault(name, {})[host] = _plain(variables.get(name))
             if host not in host_overrides:
                 host_overrides[host] = dict((key, _plain(variables.get(name)))
                                             for key, name in _HOST_TASK_VARIABLES.items())
@@ -110,7 +117,8 @@ def rolling_setup(maintenance_groups, inventory_groups, play_hosts, group_settin
         options['defined_variables'] = sorted(names)
     return build_setup(_plain(maintenance_groups), _mapping(inventory_groups, 'inventory_groups', 'rolling_setup'),
                        play_hosts, group_settings=_plain(group_settings), default_settings=_plain(default_settings),
-                       host_overrides=host_overrides, options=options, shipped_dir=shipped_dir, base_dir=base_dir)
+                       host_overrides=host_overrides, options=options, shipped_dir=shipped_dir, base_dir=base_dir,
+                       run_variables=run_variables)
 
 
 def rolling_reconcile(state, setup, options=None, hostvars=None, result_key=None, answering=None, results=None,

@@ -116,7 +116,7 @@ def _check_positive(options, name, problems):
 
 
 def build_setup(maintenance_groups, inventory_groups, play_hosts, group_settings=None, default_settings=None,
-                host_overrides=None, options=None, shipped_dir='', base_dir='.'):
+                host_overrides=None, options=None, shipped_dir='', base_dir='.', run_variables=None):
     """Check the playbook's inputs and resolve the settings of every host.
 
     Returns ``{'problems': [...], 'groups': {group: {'hosts', 'max_unavailable', 'limit'}},
@@ -127,6 +127,9 @@ def build_setup(maintenance_groups, inventory_groups, play_hosts, group_settings
     A host belongs to the first of ``maintenance_groups`` it is a member of.
     Task files come from the host's own variables first, then the group's entry
     in ``group_settings``, then ``default_settings``.
+
+    ``run_variables``: ``{variable: {host: value}}``, the run-wide ``rolling_*``
+    variables as each host that defines one sees it (see check_run_variables).
     """
     problems = []
     group_settings = group_settings if group_settings is not None else {}
@@ -230,6 +233,7 @@ def build_setup(maintenance_groups, inventory_groups, play_hosts, group_settings
             _check_positive(options, name, problems)
     if options.get('drain_lead_seconds') not in (None, ''):
         _check_positive(options, 'drain_lead_seconds', problems)
+    check_run_variables(run_variables or {}, play_hosts, problems)
     result['warnings'] = check_variable_names(options.get('defined_variables') or [], problems)
     return result
 
@@ -244,6 +248,10 @@ KNOWN_VARIABLES = (
     'rolling_back_timeout_seconds', 'rolling_observe_timeout_seconds', 'rolling_approve_timeout_seconds',
     'rolling_max_rounds', 'rolling_report_dir', 'rolling_source', 'rolling_fleet_options',
 )
+# A host's own task files. Every other variable applies to the whole run,
+# which takes it from the first host.
+HOST_VARIABLES = ('rolling_drain_tasks', 'rolling_verify_tasks', 'rolling_undrain_tasks')
+RUN_VARIABLES = tuple(name for name in KNOWN_VARIABLES if name not in HOST_VARIABLES)
 # Read by earlier versions; the controller has no use for them any more.
 OBSOLETE_VARIABLES = {
     'rolling_event_timeout_seconds': 'every event is followed every round; rolling_time_budget_seconds bounds the run',
@@ -296,6 +304,55 @@ def check_variable_names(names, problems):
         problems.append('unknown variable(s) %s: the rolling_* prefix belongs to this playbook, whose variables '
                         'are %s; rename your own variables' % (', '.join(unknown), ', '.join(KNOWN_VARIABLES)))
     return warnings
+
+
+_NOT_SET = object()
+
+
+def _same_setting(first, second):
+    """Whether two hosts' values of a variable are the same setting (5 from YAML and "5" from INI are)."""
+    if first is _NOT_SET or second is _NOT_SET:
+        return first is second
+    if isinstance(first, (dict, list)) or isinstance(second, (dict, list)):
+        return first == second
+    return str(first) == str(second)
+
+
+def _hosts_phrase(hosts, shown=3):
+    if len(hosts) <= shown:
+        return ', '.join(hosts)
+    return '%s and %d more' % (', '.join(hosts[:shown]), len(hosts) - shown)
+
+
+def check_run_variables(values, play_hosts, problems):
+    """Report every run-wide ``rolling_*`` variable whose value is not the same on every host.
+
+    ``values``: ``{variable: {host: value}}`` for the hosts that define it. A
+    variable set in one group's variables and not another's, or to different
+    values, would otherwise be taken from whichever host comes first, while a
+    few per-host tasks (the source of a round) read each host's own value.
+    """
+    for name in sorted(name for name in values if name in RUN_VARIABLES):
+        by_host = values[name] or {}
+        settings = []  # [(value, [hosts])], in the order of the play's hosts
+        for host in play_hosts:
+            value = by_host.get(host, _NOT_SET)
+            for known, hosts in settings:
+                if _same_setting(known, value):
+                    hosts.append(host)
+                    break
+            else:
+                settings.append((value, [host]))
+        if len(settings) < 2:
+            continue
+        described = []
+        for value, hosts in settings:
+            shown = 'not set' if value is _NOT_SET else repr(value)
+            if len(shown) > 60:
+                shown = shown[:57] + '...'
+            described.append('%s on %s' % (shown, _hosts_phrase(hosts)))
+        problems.append('%s differs between hosts (%s); it applies to the whole run, so set it once for every host, '
+                        'for example with -e or in group_vars/all' % (name, '; '.join(described)))
 
 
 def host_status(pairs, play_hosts):

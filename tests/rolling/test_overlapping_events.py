@@ -162,3 +162,25 @@ def test_a_misspelled_variable_stops_the_run_before_anything_happens(tmp_path):
         assert run.returncode != 0
         assert 'rolling_aprove (did you mean rolling_approve?)' in run.output
         assert world.control.log(since=0) == []
+
+
+def test_a_source_set_for_one_group_only_stops_the_run_before_anything_happens(tmp_path):
+    """The run takes its run-wide variables from the first host, while a few per-host tasks read each host's own:
+    a variable that one group's variables set differently from another's is refused, not half applied."""
+    groups = {'web': {'vms': [('web_0', 0), ('web_1', 1)], 'max_unavailable': 1, 'host_vars': {'rolling_source': 'imds'}},
+              'db': {'vms': [('db_0', 0)], 'max_unavailable': 1, 'host_vars': {'rolling_source': 'resource_graph'}}}
+    with RollingWorld(tmp_path, groups) as world:
+        world.start_scenario([create('D4000000-0000-4000-8000-000000000002', 'Freeze', ['web_0'])])
+        world.control.wait_for(lambda control: len(control.events()) == 1, timeout=10)
+        run = world.run_playbook(timeout=300)
+        assert run.returncode != 0, run.output[-3000:]
+        assert 'Cannot start rolling maintenance' in run.output, run.output[-3000:]
+        assert "rolling_source differs between hosts ('imds' on %s, %s; 'resource_graph' on %s)" % (
+            inventory_name('web_0'), inventory_name('web_1'), inventory_name('db_0')) in run.output, run.output[-3000:]
+        assert world.approvals() == [] and world.steps() == {}
+        assert run.report is None
+        # Set once for the run (an extra var wins over the groups' variables), the same inventory is accepted.
+        run = world.run_playbook(extra_args=['--check'], timeout=300, rolling_source='imds')
+        assert run.returncode == 0, run.output[-3000:]
+        assert 'would drain: %s' % inventory_name('web_0') in run.output
+        assert world.approvals() == [] and world.steps() == {}

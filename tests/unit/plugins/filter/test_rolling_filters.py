@@ -46,6 +46,21 @@ def test_setup_reads_task_files_names_and_variable_names_from_hostvars():
     assert any('rolling_aprove (did you mean rolling_approve?)' in problem for problem in result['problems'])
 
 
+def test_setup_refuses_a_run_wide_variable_that_one_host_sets_differently(tmp_path):
+    # A host's own verify task file may differ; where events come from may not.
+    verify = tmp_path / 'verify.yml'
+    verify.write_text('---\n[]\n')
+    hostvars = {'h0': {'rolling_source': 'imds', 'rolling_verify_tasks': str(verify)},
+                'h1': {'rolling_source': 'resource_graph'}}
+    result = rolling_setup(['web'], INVENTORY, ['h0', 'h1'], hostvars=hostvars)
+    assert [problem.split('; it applies')[0] for problem in result['problems']] == [
+        "rolling_source differs between hosts ('imds' on h0; 'resource_graph' on h1)"]
+    hostvars['h1']['rolling_source'] = 'imds'
+    result = rolling_setup(['web'], INVENTORY, ['h0', 'h1'], hostvars=hostvars)
+    assert result['problems'] == []
+    assert result['hosts']['h0']['verify_tasks'] == str(verify)
+
+
 def test_reconcile_reads_the_hosts_that_answer():
     hostvars = {'h0': {'info': info('vm_0', [EVENT])}, 'h1': {'info': {'failed': True, 'msg': 'timed out'}}}
     out = rolling_reconcile(None, setup(), {}, hostvars=hostvars, result_key='info', answering=['h0', 'h1'], now=100)

@@ -120,6 +120,31 @@ class TestVariableNames:
         problems = build_setup(['web'], INVENTORY, PLAY_HOSTS, options=options)['problems']
         assert any(fragment in problem for problem in problems), problems
 
+    @pytest.mark.parametrize('run_variables, expected', [
+        # The same value everywhere, however the inventory spelled it, or a host's own task files.
+        ({'rolling_source': dict((host, 'imds') for host in PLAY_HOSTS)}, []),
+        ({'rolling_max_rounds': dict((host, 5 if host.startswith('w') else '5') for host in PLAY_HOSTS)}, []),
+        ({'rolling_drain_tasks': {'w0': 'haproxy_drain.yml'}}, []),
+        # One group's variables set it, the other's do not: the first host's value would win silently.
+        ({'rolling_source': {'w0': 'resource_graph', 'w1': 'resource_graph', 'w2': 'resource_graph',
+                             'w3': 'resource_graph'}},
+         ["rolling_source differs between hosts ('resource_graph' on w0, w1, w2 and 1 more; not set on d0, d1)"]),
+        ({'rolling_group_settings': {'w0': {'web': {'max_unavailable': 2}}, 'w1': {'web': {'max_unavailable': 2}},
+                                     'w2': {'web': {'max_unavailable': 2}}, 'w3': {'web': {'max_unavailable': 2}},
+                                     'd0': {'db': {}}, 'd1': {'db': {}}}},
+         ["rolling_group_settings differs between hosts ({'web': {'max_unavailable': 2}} on w0, w1, w2 and 1 more; "
+          "{'db': {}} on d0, d1)"]),
+        ({'rolling_approve': {'w0': True, 'd1': False}, 'rolling_settle_seconds': {'d0': 'x' * 80}},
+         ["rolling_approve differs between hosts (True on w0; not set on w1, w2, w3 and 1 more; False on d1)",
+          "rolling_settle_seconds differs between hosts (not set on w0, w1, w2 and 2 more; '%s... on d0)"
+          % ('x' * 56)]),
+    ])
+    def test_a_run_wide_variable_must_be_the_same_on_every_host(self, run_variables, expected):
+        problems = build_setup(['web', 'db'], INVENTORY, PLAY_HOSTS, run_variables=run_variables)['problems']
+        assert [problem.split('; it applies')[0] for problem in problems] == expected
+        for problem in problems:
+            assert problem.endswith('set it once for every host, for example with -e or in group_vars/all')
+
     def test_a_known_vm_name_is_kept(self):
         setup = build_setup(['web'], INVENTORY, PLAY_HOSTS, host_overrides={'w0': {'resource_name': 'web_0'}})
         assert setup['hosts']['w0']['resource_name'] == 'web_0'
