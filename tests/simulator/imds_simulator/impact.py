@@ -92,14 +92,24 @@ class ImpactRunner:
                 if not waiting:
                     del self._waiting[vm]
 
-    def stop_all(self, grace_seconds=2.0):
-        """Terminate commands still running and drop those waiting (simulator shutdown or reset)."""
+    def drop_waiting(self, reason):
+        """Never start the commands still waiting for their VM's earlier one; note ``reason`` in their records.
+
+        On reset the commands already running finish (a pause stopped halfway
+        could leave what stands for the VM half paused), but those of the old
+        world that had not started must not run in the new one.
+        """
         with self._lock:
-            running, self._running = list(self._running.values()), {}
             waiting, self._waiting = self._waiting, collections.defaultdict(collections.deque)
         for records in waiting.values():
             for record in records:
-                self._records.update(record, error='not run: the simulator stopped or was reset first')
+                self._records.update(record, error='not run: %s' % reason)
+
+    def stop_all(self, grace_seconds=2.0):
+        """Terminate commands still running and drop those waiting (simulator shutdown)."""
+        self.drop_waiting('the simulator stopped first')
+        with self._lock:
+            running, self._running = list(self._running.values()), {}
         for process, record in running:
             if process.poll() is None:
                 process.terminate()

@@ -93,6 +93,7 @@ class Simulator:
             self.faults.clear()
             self.request_log.clear()
             self.approval_log.clear()
+            self.impacts.drop_waiting('the simulator was reset first')
             self.impact_log.clear()
             try:
                 self.world.apply_config(checked)

@@ -72,23 +72,37 @@ with open(output, "a") as out:
 '''
 
 
-def test_a_vms_end_command_waits_for_its_start_command_and_other_vms_do_not_wait(make_sim, tmp_path):
-    # Each command is its own process: started at once, a quick end could
-    # overtake a slow start and leave the VM "paused" after its impact ended.
+def impact_done_on(sim, vm):
+    """Create a 5 s Freeze on ``vm``, approve it and move the clock past its end; return its id."""
+    event_id = sim.control.create_event('Freeze', [vm], duration_seconds=5)
+    sim.approve(vm, event_id)
+    sim.control.advance_clock(6)
+    return event_id
+
+
+@pytest.fixture
+def gated(make_sim, tmp_path):
+    """A simulator whose impact commands write "phase vm" lines; vm0's start is held until ``gate`` exists.
+
+    Returns ``(sim, output, gate)``, with vm0's end waiting behind its held start.
+    """
     script = tmp_path / 'gated.py'
     script.write_text(GATED_RECORDER)
     output, gate = tmp_path / 'impacts.txt', tmp_path / 'gate'
     sim = make_sim(world_config(impact_command=[sys.executable, str(script), str(output), str(gate), '{phase}',
                                                 '{vm}']))
-    held = sim.control.create_event('Freeze', ['vm0'], duration_seconds=5)
-    sim.approve('vm0', held)
-    sim.control.advance_clock(6)
+    impact_done_on(sim, 'vm0')
+    return sim, output, gate
+
+
+def test_a_vms_end_command_waits_for_its_start_command_and_other_vms_do_not_wait(gated):
+    # Each command is its own process: started at once, a quick end could
+    # overtake a slow start and leave the VM "paused" after its impact ended.
+    sim, output, gate = gated
     end = [record for record in sim.control.impacts() if record['phase'] == 'end']
     assert len(end) == 1 and end[0]['pid'] is None and end[0]['error'] is None, end
     # Another VM's commands run meanwhile, in their own order.
-    other = sim.control.create_event('Freeze', ['vm1'], duration_seconds=5)
-    sim.approve('vm1', other)
-    sim.control.advance_clock(6)
+    impact_done_on(sim, 'vm1')
     assert wait_for_lines(output, 2) == ['start vm1', 'end vm1']
     gate.write_text('open')
     assert wait_for_lines(output, 4, timeout=30)[2:] == ['start vm0', 'end vm0']
@@ -99,6 +113,22 @@ def test_a_vms_end_command_waits_for_its_start_command_and_other_vms_do_not_wait
 
     records = sim.control.wait_for(all_finished)
     assert all(record['pid'] and record['exit_code'] == 0 for record in records), records
+
+
+def test_a_reset_lets_the_running_command_finish_and_drops_the_old_worlds_waiting_ones(gated):
+    # vm0's end waits behind its held start when the world is reset. Were the
+    # old end still queued, it would run before the new world's start (a VM's
+    # commands keep their order), so the order of the lines tells.
+    sim, output, gate = gated
+    assert [record['phase'] for record in sim.control.impacts() if record['pid'] is None] == ['end']
+    sim.control.reset()
+    assert sim.control.impacts() == []
+    gate.write_text('open')
+    assert wait_for_lines(output, 1, timeout=30) == ['start vm0']
+    fresh = impact_done_on(sim, 'vm0')
+    assert wait_for_lines(output, 3, timeout=30) == ['start vm0', 'start vm0', 'end vm0']
+    assert [(record['phase'], record['event_id']) for record in sim.control.impacts()] == [
+        ('start', fresh), ('end', fresh)]
 
 
 def test_impact_seconds_default_to_7_when_duration_unknown(make_sim, recorder):
