@@ -27,6 +27,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils
     merge_fleet_events,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling import (
+    HOST_TASK_VARIABLES,
     RUN_VARIABLES,
     build_report,
     build_setup,
@@ -82,11 +83,6 @@ def _setup(setup, filter_name):
     return setup
 
 
-# Host or group variables that set a host's own task files.
-_HOST_TASK_VARIABLES = {'drain_tasks': 'rolling_drain_tasks', 'verify_tasks': 'rolling_verify_tasks',
-                        'undrain_tasks': 'rolling_undrain_tasks'}
-
-
 def rolling_setup(maintenance_groups, inventory_groups, play_hosts, group_settings=None, default_settings=None,
                   host_overrides=None, options=None, shipped_dir='', base_dir='.', hostvars=None):
     """Checked inputs and per-host settings of a rolling maintenance run.
@@ -111,7 +107,7 @@ def rolling_setup(maintenance_groups, inventory_groups, play_hosts, group_settin
                     run_variables.setdefault(name, {})[host] = _plain(variables.get(name))
             if host not in host_overrides:
                 host_overrides[host] = dict((key, _plain(variables.get(name)))
-                                            for key, name in _HOST_TASK_VARIABLES.items())
+                                            for key, name in HOST_TASK_VARIABLES.items())
                 # The VM name, when the inventory knows it, before the host answers.
                 host_overrides[host]['resource_name'] = _plain(variables.get('azure_scheduled_events_resource_name'))
         options['defined_variables'] = sorted(names)

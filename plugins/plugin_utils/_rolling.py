@@ -248,10 +248,10 @@ KNOWN_VARIABLES = (
     'rolling_back_timeout_seconds', 'rolling_observe_timeout_seconds', 'rolling_approve_timeout_seconds',
     'rolling_max_rounds', 'rolling_report_dir', 'rolling_source', 'rolling_fleet_options',
 )
-# A host's own task files. Every other variable applies to the whole run,
-# which takes it from the first host.
-HOST_VARIABLES = ('rolling_drain_tasks', 'rolling_verify_tasks', 'rolling_undrain_tasks')
-RUN_VARIABLES = tuple(name for name in KNOWN_VARIABLES if name not in HOST_VARIABLES)
+# A host's own task files (key in the settings: variable). Every other
+# variable applies to the whole run, which takes it from the first host.
+HOST_TASK_VARIABLES = dict((key, 'rolling_' + key) for key in TASK_FILE_KEYS)
+RUN_VARIABLES = tuple(name for name in KNOWN_VARIABLES if name not in HOST_TASK_VARIABLES.values())
 # Read by earlier versions; the controller has no use for them any more.
 OBSOLETE_VARIABLES = {
     'rolling_event_timeout_seconds': 'every event is followed every round; rolling_time_budget_seconds bounds the run',
