@@ -123,7 +123,7 @@ def round_cost(world, extra_rounds, read_path):
 def measure(size, forks, idle_rounds, baseline_rounds):
     figures = {'hosts': size}
     with tempfile.TemporaryDirectory(prefix='bench-rolling-') as workdir:
-        with RollingWorld(workdir, fleet(size), forks=forks) as world:
+        with RollingWorld(workdir, fleet(size), forks=forks, skip_linger=False) as world:
             world.control.set_throttle(enabled=False)
             figures['floor_read'] = baseline_read(world, forks)
             figures['round'], figures['round_cpu'] = round_cost(world, idle_rounds, 'auto')
@@ -186,7 +186,7 @@ def sample_run(command, env, cwd, log_path, rounds_done):
 def soak(rounds, hosts, forks):
     """``[(seconds since start, rounds done, RSS KiB of ansible-playbook)]`` over ``rounds`` idle rounds."""
     with tempfile.TemporaryDirectory(prefix='bench-rolling-soak-') as workdir:
-        with RollingWorld(workdir, fleet(hosts), forks=forks) as world:
+        with RollingWorld(workdir, fleet(hosts), forks=forks, skip_linger=False) as world:
             world.control.set_throttle(enabled=False)
             inventory = world.write_inventory()
             extra = world.extra_vars(rolling_group_settings=no_tasks(world), rolling_max_rounds=rounds,

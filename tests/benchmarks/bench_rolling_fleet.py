@@ -111,7 +111,7 @@ def controller_share(world, workdir):
 def measure_controller(size):
     """The controller's share of a round at ``size`` VMs, without running the playbook."""
     with tempfile.TemporaryDirectory(prefix='bench-rolling-fleet-') as workdir:
-        with FleetRollingWorld(workdir, fleet(size)) as world:
+        with FleetRollingWorld(workdir, fleet(size), skip_linger=False) as world:
             # One scenario rather than one control call per event, and patience: the machine may be busy.
             world.control.timeout = 60
             world.start_scenario([{'at_seconds': 0, 'action': 'create_event', 'event_type': 'Freeze',
