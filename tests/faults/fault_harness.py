@@ -19,6 +19,7 @@ SIMULATOR_DIR = os.path.join(REPO_ROOT, 'tests', 'simulator')
 if SIMULATOR_DIR not in sys.path:
     sys.path.insert(0, SIMULATOR_DIR)
 
+from imds_simulator.json_lines import read_complete_lines  # noqa: E402  (path set just above)
 from imds_simulator.process import SimulatorProcess  # noqa: E402  (path set just above)
 
 SERVICE_PROGRAM = os.path.join(REPO_ROOT, 'roles', 'scheduled_events_service', 'files', 'scheduled-events-service')
@@ -131,12 +132,8 @@ class Service(object):
             return ''
 
     def hook_runs(self, phase=None):
-        try:
-            with open(self.record_file) as handle:
-                runs = [json.loads(line) for line in handle if line.strip()]
-        except OSError:
-            return []
-        return [run for run in runs if phase is None or run['hook'] == phase]
+        # A hook may be writing its record while the test looks.
+        return [run for run in read_complete_lines(self.record_file) if phase is None or run['hook'] == phase]
 
     def state(self):
         with open(self.state_file) as handle:

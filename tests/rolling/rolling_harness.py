@@ -33,6 +33,7 @@ if SIMULATOR_DIR not in sys.path:
     sys.path.insert(0, SIMULATOR_DIR)
 from imds_simulator.process import SimulatorProcess  # noqa: E402 pylint: disable=wrong-import-position
 from imds_simulator.clock import parse_iso  # noqa: E402 pylint: disable=wrong-import-position
+from imds_simulator.json_lines import read_complete_lines  # noqa: E402 pylint: disable=wrong-import-position
 
 
 def inventory_name(vm_name):
@@ -442,13 +443,8 @@ class RollingWorld:
         """``{inventory host: [(real time, 'drain'|'verify'|'undrain')]}`` from the step records."""
         steps = {}
         for name in sorted(os.listdir(self.steps_dir)):
-            with open(os.path.join(self.steps_dir, name), encoding='utf-8') as handle:
-                for line in handle:
-                    try:
-                        entry = json.loads(line)
-                    except ValueError:
-                        continue    # empty, or being written while a test looks
-                    steps.setdefault(entry['host'], []).append((float(entry['at']), entry['step']))
+            for entry in read_complete_lines(os.path.join(self.steps_dir, name)):
+                steps.setdefault(entry['host'], []).append((float(entry['at']), entry['step']))
         for entries in steps.values():
             entries.sort()
         return steps

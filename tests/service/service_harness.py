@@ -27,6 +27,7 @@ import pytest
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'simulator'))
 
+from imds_simulator.json_lines import read_complete_lines  # noqa: E402  (path set just above)
 from imds_simulator.process import SimulatorProcess  # noqa: E402  (path set just above)
 
 PROGRAM = os.environ.get('SCHEDULED_EVENTS_SERVICE_PROGRAM') or os.path.join(
@@ -252,12 +253,8 @@ class Daemon(object):
         return text in self.log_text()
 
     def records(self, kind='start'):
-        try:
-            with open(self.record_file) as handle:
-                lines = [json.loads(line) for line in handle if line.strip()]
-        except OSError:
-            return []
-        return [line for line in lines if kind is None or line['kind'] == kind]
+        # A hook may be writing its record while the test looks.
+        return [line for line in read_complete_lines(self.record_file) if kind is None or line['kind'] == kind]
 
     def hook_calls(self, event_id=None):
         """``phase/name`` of each hook start, in order, optionally for one event."""
