@@ -204,6 +204,10 @@ class RollingWorld:
     def control(self):
         return self.simulator.control
 
+    def managed_hosts(self):
+        """``{vm name: inventory host}`` of the VMs in the inventory (not the foreign ones)."""
+        return dict((vm, inventory_name(vm)) for vm, group, _avset, _domain in self.vm_groups() if group)
+
     def vm_groups(self):
         """``[(vm name, inventory group or None, availability set, update domain)]``."""
         vms = []
@@ -366,14 +370,15 @@ class RollingWorld:
             else:
                 run_env[name] = value
         finished_running = threading.Event()
-        skipper = threading.Thread(target=self._skip_lingering, args=(finished_running, timeout))
+        skipper = None
         if self.skip_linger:
+            skipper = threading.Thread(target=self._skip_lingering, args=(finished_running, timeout))
             skipper.start()
         try:
             returncode = run_streaming(command, run_env, self.workdir, log_path, timeout=timeout, echo=echo)
         finally:
             finished_running.set()
-            if skipper.is_alive():
+            if skipper is not None:
                 skipper.join(30)
         with open(log_path, encoding='utf-8') as handle:
             lines = handle.readlines()
@@ -388,7 +393,7 @@ class RollingWorld:
 
     def _skip_lingering(self, finished_running, timeout):
         """While a run goes on, move the clock past lingering events the run is done with (linger_to_skip)."""
-        managed = dict((vm, inventory_name(vm)) for vm, group, _avset, _domain in self.vm_groups() if group)
+        managed = self.managed_hosts()
         deadline = time.monotonic() + timeout
         while not finished_running.wait(0.5) and time.monotonic() < deadline:
             last_steps = dict((host, entries[-1][1]) for host, entries in self.steps().items() if entries)
@@ -484,7 +489,7 @@ class RollingWorld:
         - no host verified or returned to service while an impact on it runs.
         """
         problems = []
-        managed = dict((vm, inventory_name(vm)) for vm, group, _avset, _domain in self.vm_groups() if group)
+        managed = self.managed_hosts()
         group_of = dict((inventory_name(vm), group) for vm, group, _avset, _domain in self.vm_groups() if group)
         events = self.events()
         explained = set()
@@ -536,7 +541,7 @@ class RollingWorld:
         # has left the group rather than being out of it.
         kinds = dict((event_id, event['type']) for event_id, event in self.events().items())
         deleted = dict((managed[vm], start) for start, _end, vm, event_id in impacts
-                       if vm in managed and kinds.get(event_id) in ('Preempt', 'Terminate'))
+                       if vm in managed and kinds.get(event_id) in DELETING_EVENT_TYPES)
         moments = sorted(set([at for entries in steps.values() for at, _step in entries]
                              + [start for start, _end, _vm, _id in impacts]))
         problems = []
