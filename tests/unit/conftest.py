@@ -49,13 +49,16 @@ if _AnsibleCollectionFinder is not None:
 # Importing ansible-core's controller packages (plugin loader, errors, display)
 # sets ansible.module_utils._internal.is_controller; from then on, in
 # ansible-core 2.19, a module's warn() goes to the display instead of its
-# result, so module tests that assert on warnings would pass or fail by test
-# order. pytest imports every test file before running any, so the flag is
-# already set when the first test starts: controller-side tests run with it
-# set and then put it back to what a module on a managed node sees (False).
-CONTROLLER_TEST_DIRS = tuple(
-    os.path.join(COLLECTION_ROOT, 'tests', 'unit', 'plugins', name) + os.sep
-    for name in ('filter', 'lookup', 'plugin_utils')
+# result. pytest imports every test file before running any, so the flag is
+# already set when the first test starts. Each test therefore starts with the
+# flag its code sees in real use: unset for the modules and the code they ship
+# to managed nodes (and the hook daemon, which runs there too), set for
+# everything that runs on the controller. Setting it for every test, not only
+# where it changes, keeps the tests independent of their order, which differs
+# between pytest's workers.
+MODULE_SIDE_TEST_DIRS = tuple(
+    os.path.join(COLLECTION_ROOT, 'tests', 'unit', *parts) + os.sep
+    for parts in (('plugins', 'modules'), ('plugins', 'module_utils'), ('service_daemon',))
 )
 
 try:
@@ -70,10 +73,4 @@ def _set_controller_flag(value):
 
 
 def pytest_runtest_setup(item):
-    if str(item.fspath).startswith(CONTROLLER_TEST_DIRS):
-        _set_controller_flag(True)
-
-
-def pytest_runtest_teardown(item):
-    if str(item.fspath).startswith(CONTROLLER_TEST_DIRS):
-        _set_controller_flag(False)
+    _set_controller_flag(not str(item.fspath).startswith(MODULE_SIDE_TEST_DIRS))
