@@ -4,4 +4,5 @@
 # make test runs them last and alone: the load balancer's 1 s server time-out
 # must measure draining, not a CPU starved by other stages.
 set -euo pipefail
-SYSTEM_TEST_SUITES="tests/e2e tests/awx" exec bash "$(dirname "${BASH_SOURCE[0]}")/run-system-tests.sh" "$@"
+# One test at a time (PYTEST_WORKERS=0), for the same reason.
+PYTEST_WORKERS=0 SYSTEM_TEST_SUITES="tests/e2e tests/awx" exec bash "$(dirname "${BASH_SOURCE[0]}")/run-system-tests.sh" "$@"

@@ -40,8 +40,9 @@ PLUGIN_TARGETS="module_scheduled_events_info module_scheduled_events_approve loo
 # callback, check mode, the input checks, the over-budget exit and the rounds
 # going on from one play of rounds to the next. The scenarios left to the
 # newest core differ only in the events they play, and those are decided in
-# Python that does not depend on the core.
-ROLLING_ALL="env SYSTEM_TEST_SUITES=tests/rolling bash tests/tooling/run-system-tests.sh"
+# Python that does not depend on the core. One scenario at a time: make test
+# runs these jobs beside the newest core's, which has the two workers.
+ROLLING_ALL="env PYTEST_WORKERS=0 SYSTEM_TEST_SUITES=tests/rolling bash tests/tooling/run-system-tests.sh"
 ROLLING_ONE="${ROLLING_ALL} -k four_events_at_once"
 ROLLING_OLDEST="${ROLLING_ALL} -k (four_events_at_once)or(mixed_linux)or(quiet_output)or(check_mode)or(misspelled)or(never_fit)or(from_play_to_play)"
 

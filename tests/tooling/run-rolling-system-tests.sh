@@ -6,6 +6,5 @@
 # runs), so ROLLING_WORKERS processes (default 2) take the scenarios in turn;
 # every scenario has its own simulator, ports and folder.
 set -euo pipefail
-workers="${ROLLING_WORKERS:-2}"
-SYSTEM_TEST_SUITES="tests/rolling" exec bash "$(dirname "${BASH_SOURCE[0]}")/run-system-tests.sh" \
-    -n "${workers}" --dist worksteal "$@"
+PYTEST_WORKERS="${ROLLING_WORKERS:-2}" SYSTEM_TEST_SUITES="tests/rolling" \
+    exec bash "$(dirname "${BASH_SOURCE[0]}")/run-system-tests.sh" "$@"

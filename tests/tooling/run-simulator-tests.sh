@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The IMDS simulator's own tests (tests/simulator/tests/); extra arguments go to pytest.
+# In PYTEST_WORKERS pytest-xdist worker processes (default 2; 0: in one process).
 set -euo pipefail
 
 # shellcheck source=tests/tooling/common.sh
@@ -8,4 +9,4 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 require_venv
 banner "simulator tests: pytest tests/simulator/tests"
 cd "${REPO_ROOT}"
-run_pytest tests/simulator/tests -p no:cacheprovider "$@"
+run_pytest_in "${PYTEST_WORKERS:-2}" tests/simulator/tests -p no:cacheprovider "$@"

@@ -5,7 +5,8 @@
 # the EDA source under a real ansible-rulebook (tests/eda), ansible-builder
 # (tests/ee), HAProxy under load (tests/e2e) and ansible-runner as AWX runs
 # jobs (tests/awx). Every test binds ports the kernel chooses and writes only
-# in its own temporary folder. Extra arguments go to pytest.
+# in its own temporary folder. Extra arguments go to pytest. The tests run in
+# PYTEST_WORKERS pytest-xdist worker processes (default 2; 0: in one process).
 set -euo pipefail
 
 # shellcheck source=tests/tooling/common.sh
@@ -19,4 +20,4 @@ for suite in ${SYSTEM_TEST_SUITES:-tests/service tests/faults tests/eda tests/ee
 done
 banner "system tests: pytest ${suites[*]}"
 cd "${REPO_ROOT}"
-run_pytest "${suites[@]}" -p no:cacheprovider --durations=15 "$@"
+run_pytest_in "${PYTEST_WORKERS:-2}" "${suites[@]}" -p no:cacheprovider --durations=15 "$@"
