@@ -2,9 +2,10 @@
 # Every test stage (what `make test` and CI run), in three lanes that run at
 # the same time because they mostly wait on different things: the pytest lane
 # (units, simulator, system tests, the docs site, the service role's
-# integration target), the ansible-test lane (sanity, the other integration
-# targets, build) and the compatibility lane (venvs of the older ansible-core
-# minors, ansible-lint, sanity and integration on the oldest minor, 2.16).
+# integration target, ansible-lint), the ansible-test lane (sanity, the other
+# integration targets, build, sanity on the oldest minor, 2.16) and the
+# compatibility lane (venvs of the older ansible-core minors, every
+# integration target on 2.16).
 # Then the rolling-maintenance runs, in three lanes of their own: the system
 # tests on this venv's core (2.19, in two worker processes), the rolling
 # playbook on 2.16 (every task file and plugin it runs), and on 2.17 then 2.18
@@ -29,18 +30,23 @@ mkdir -p "${LOG_DIR}"
 echo "make test: working in ${RUN_DIR}"
 
 # A stage is "name:script [arguments]".
-# The integration targets mostly wait (on the simulator's clock, on the
-# daemon): the role's target, the longest, runs in the pytest lane, and every
-# other target, new ones included, in the ansible-test lane.
+# The stages are shared out so that the lanes end at about the same time. The
+# integration targets mostly wait (on the simulator's clock, on the daemon):
+# the role's target, the longest, runs in the pytest lane, and every other
+# target, new ones included, in the ansible-test lane. On 2.16 every target
+# runs in the compat lane: the longest stage of all.
 SERVICE_TARGET="role_scheduled_events_service"
 PYTEST_LANE=("units:run-units.sh" "simulator-tests:run-simulator-tests.sh" "system-tests:run-system-tests.sh"
-    "docs:run-docs.sh" "integration-service:run-integration.sh ${SERVICE_TARGET}")
+    "docs:run-docs.sh" "integration-service:run-integration.sh ${SERVICE_TARGET}" "lint:run-lint.sh")
+# The 2.16 venv that matrix-2.16-sanity needs is made at the start of the
+# compat lane; should this lane get there first, it waits for it (run-matrix.sh
+# makes each venv under a lock).
 ANSIBLE_TEST_LANE=("sanity:run-sanity.sh" "integration:run-integration.sh --exclude ${SERVICE_TARGET}"
-    "build:build-check.sh")
+    "build:build-check.sh" "matrix-2.16-sanity:run-matrix.sh 2.16:sanity")
 # The matrix's 2.19 jobs are the two lanes above (this venv holds 2.19); the
 # venvs of every rolling job are made first, so the last stages only run.
-COMPAT_LANE=("matrix-venvs:run-matrix.sh --venvs-only 2.16 2.17:rolling 2.18:rolling" "lint:run-lint.sh"
-    "matrix-2.16:run-matrix.sh 2.16:sanity 2.16:integration")
+COMPAT_LANE=("matrix-venvs:run-matrix.sh --venvs-only 2.16 2.17:rolling 2.18:rolling"
+    "matrix-2.16-integration:run-matrix.sh 2.16:integration")
 # The rolling-maintenance runs (real-time clock, HAProxy under load,
 # ansible-runner) come last, without the heavy stages beside them. The job on
 # the oldest core is never left out: an older core is where the playbook broke.
