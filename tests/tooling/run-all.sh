@@ -137,12 +137,12 @@ for entry in "${PYTEST_LANE[@]}" "${ANSIBLE_TEST_LANE[@]}" "${COMPAT_LANE[@]}" "
     name="${entry%%:*}"
     line="$(grep -h "^${name} " "${RUN_DIR}"/*.results 2>/dev/null || true)"
     if [[ -z "${line}" ]]; then
-        printf '  %-20s %-18s\n' "${name}" "DID NOT RUN"
+        printf '  %-24s %-18s\n' "${name}" "DID NOT RUN"
         failed=1
         continue
     fi
     read -r _ result seconds cpu <<<"${line}"
-    printf '  %-20s %-18s %5ss %6s CPU-s\n' "${name}" "${result}" "${seconds}" "${cpu}"
+    printf '  %-24s %-18s %5ss %6s CPU-s\n' "${name}" "${result}" "${seconds}" "${cpu}"
     total_cpu=$((total_cpu + cpu))
     [[ "${result}" == "ok" ]] || failed=1
 done
