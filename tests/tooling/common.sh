@@ -48,15 +48,14 @@ run_pytest() {
     return "${status}"
 }
 
-# run_pytest_in WORKERS ARGUMENTS...: run_pytest in WORKERS pytest-xdist
-# worker processes, or in pytest's own process, one test after another, for
-# 0. Most suites mostly wait (on a simulator's clock, a daemon, a subprocess),
-# so two workers nearly halve them; every test has its own ports and folder.
-# A -n among the ARGUMENTS wins: it comes later.
-run_pytest_in() {
-    local workers="$1"
-    shift
-    [[ "${workers}" =~ ^[0-9]+$ ]] || die "the number of pytest workers must be a whole number (0: none), got '${workers}'"
+# run_pytest_in_workers ARGUMENTS...: run_pytest in PYTEST_WORKERS pytest-xdist
+# worker processes (2 when it is unset or empty), or in pytest's own process,
+# one test after another, for 0. Most suites mostly wait (on a simulator's
+# clock, a daemon, a subprocess), so two workers nearly halve them; every test
+# has its own ports and folder. A -n among the ARGUMENTS wins: it comes later.
+run_pytest_in_workers() {
+    local workers="${PYTEST_WORKERS:-2}"
+    [[ "${workers}" =~ ^[0-9]+$ ]] || die "PYTEST_WORKERS must be a whole number of pytest workers (0: none), got '${workers}'"
     if [[ "${workers}" -gt 0 ]]; then
         run_pytest -n "${workers}" --dist worksteal "$@"
     else

@@ -9,4 +9,4 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 require_venv
 banner "fault matrix: pytest tests/faults"
 cd "${REPO_ROOT}"
-run_pytest_in "${PYTEST_WORKERS:-2}" tests/faults -p no:cacheprovider "$@"
+run_pytest_in_workers tests/faults -p no:cacheprovider "$@"

@@ -11,4 +11,4 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 require_venv
 banner "fleet-plane tests: pytest tests/fleet"
 cd "${REPO_ROOT}"
-run_pytest_in "${PYTEST_WORKERS:-2}" tests/fleet -p no:cacheprovider --durations=10 "$@"
+run_pytest_in_workers tests/fleet -p no:cacheprovider --durations=10 "$@"

@@ -6,7 +6,8 @@
 # (tests/ee), HAProxy under load (tests/e2e) and ansible-runner as AWX runs
 # jobs (tests/awx). Every test binds ports the kernel chooses and writes only
 # in its own temporary folder. Extra arguments go to pytest. The tests run in
-# PYTEST_WORKERS pytest-xdist worker processes (default 2; 0: in one process).
+# PYTEST_WORKERS pytest-xdist worker processes (run_pytest_in_workers in
+# common.sh: 2 unless set, 0 for none).
 set -euo pipefail
 
 # shellcheck source=tests/tooling/common.sh
@@ -20,4 +21,4 @@ for suite in ${SYSTEM_TEST_SUITES:-tests/service tests/faults tests/eda tests/ee
 done
 banner "system tests: pytest ${suites[*]}"
 cd "${REPO_ROOT}"
-run_pytest_in "${PYTEST_WORKERS:-2}" "${suites[@]}" -p no:cacheprovider --durations=15 "$@"
+run_pytest_in_workers "${suites[@]}" -p no:cacheprovider --durations=15 "$@"

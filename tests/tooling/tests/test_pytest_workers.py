@@ -1,44 +1,77 @@
 # Copyright (c) azure_maintenance.scheduled_events contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""run_pytest_in (tests/tooling/common.sh): the pytest-xdist options the test scripts pass, and what they refuse."""
+"""run_pytest_in_workers (tests/tooling/common.sh): the pytest-xdist options the test scripts pass, and what they refuse."""
 
 import os
 import subprocess
 
 import pytest
 
-COMMON_SH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'common.sh')
+TOOLING = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COMMON_SH = os.path.join(TOOLING, 'common.sh')
+XDIST_TWO = ['-n', '2', '--dist', 'worksteal']
 
 
-def run_pytest_in(tmp_path, *arguments):
-    """Run ``run_pytest_in ARGUMENTS`` with a stand-in Python that prints what pytest would get, one per line."""
+def stand_in_venv(tmp_path):
+    """A venv whose Python prints the arguments it gets, one per line, instead of running pytest."""
     venv_bin = tmp_path / 'venv' / 'bin'
     venv_bin.mkdir(parents=True)
     python = venv_bin / 'python'
     python.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n', encoding='utf-8')
     python.chmod(0o755)
-    script = 'source "$1"; shift; run_pytest_in "$@"'
-    return subprocess.run(['bash', '-c', script, 'test', COMMON_SH] + list(arguments),
-                          env=dict(os.environ, VENV_DIR=str(tmp_path / 'venv')),
-                          capture_output=True, text=True, timeout=30, check=False)
+    return tmp_path / 'venv'
 
 
-@pytest.mark.parametrize('arguments, expected', [
-    # Two workers: xdist's options come before the caller's, so a -n of the caller's wins.
-    (['2', 'tests/unit', '-q'], ['-m', 'pytest', '-n', '2', '--dist', 'worksteal', 'tests/unit', '-q']),
-    (['2', 'tests/unit', '-n', '0'], ['-m', 'pytest', '-n', '2', '--dist', 'worksteal', 'tests/unit', '-n', '0']),
-    # None: pytest's own process, and no xdist option at all (the matrix venvs' rolling jobs).
-    (['0', 'tests/e2e', '-q'], ['-m', 'pytest', 'tests/e2e', '-q']),
+def run_bash(tmp_path, command, arguments, workers_env):
+    env = {key: value for key, value in os.environ.items() if key not in ('PYTEST_WORKERS', 'ROLLING_WORKERS')}
+    env.update(workers_env, VENV_DIR=str(stand_in_venv(tmp_path)))
+    return subprocess.run(['bash', '-c', command, 'test'] + list(arguments),
+                          env=env, capture_output=True, text=True, timeout=30, check=False)
+
+
+def run_pytest_in_workers(tmp_path, arguments, **workers_env):
+    """Run ``run_pytest_in_workers ARGUMENTS`` with the given PYTEST_WORKERS (unset when not given)."""
+    return run_bash(tmp_path, 'source "$1"; shift; run_pytest_in_workers "$@"', [COMMON_SH] + list(arguments),
+                    workers_env)
+
+
+@pytest.mark.parametrize('workers_env, arguments, expected', [
+    # The default: two workers, where PYTEST_WORKERS is unset or empty.
+    ({}, ['tests/unit', '-q'], ['-m', 'pytest'] + XDIST_TWO + ['tests/unit', '-q']),
+    ({'PYTEST_WORKERS': ''}, ['tests/unit'], ['-m', 'pytest'] + XDIST_TWO + ['tests/unit']),
+    ({'PYTEST_WORKERS': '3'}, ['tests/unit'], ['-m', 'pytest', '-n', '3', '--dist', 'worksteal', 'tests/unit']),
+    # xdist's options come before the caller's, so a -n of the caller's wins.
+    ({}, ['tests/unit', '-n', '0'], ['-m', 'pytest'] + XDIST_TWO + ['tests/unit', '-n', '0']),
+    # None: pytest's own process, and no xdist option at all (the e2e, the matrix venvs' rolling jobs).
+    ({'PYTEST_WORKERS': '0'}, ['tests/e2e', '-q'], ['-m', 'pytest', 'tests/e2e', '-q']),
 ])
-def test_the_worker_options_pytest_gets(tmp_path, arguments, expected):
-    done = run_pytest_in(tmp_path, *arguments)
+def test_the_worker_options_pytest_gets(tmp_path, workers_env, arguments, expected):
+    done = run_pytest_in_workers(tmp_path, arguments, **workers_env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == expected
 
 
-@pytest.mark.parametrize('workers', ['', 'two', '-1', '2.5'])
+@pytest.mark.parametrize('workers', ['two', '-1', '2.5', ' 2'])
 def test_a_number_of_workers_that_is_not_whole_is_refused(tmp_path, workers):
-    done = run_pytest_in(tmp_path, workers, 'tests/unit')
+    done = run_pytest_in_workers(tmp_path, ['tests/unit'], PYTEST_WORKERS=workers)
     assert done.returncode == 1
-    assert "the number of pytest workers must be a whole number (0: none), got '%s'" % workers in done.stderr
+    assert "PYTEST_WORKERS must be a whole number of pytest workers (0: none), got '%s'" % workers in done.stderr
     assert done.stdout == ''
+
+
+@pytest.mark.parametrize('workers_env, expected_xdist', [
+    ({}, XDIST_TWO),
+    ({'PYTEST_WORKERS': '0'}, []),
+    # ROLLING_WORKERS, where set, wins for the rolling scenarios alone.
+    ({'PYTEST_WORKERS': '0', 'ROLLING_WORKERS': '2'}, XDIST_TWO),
+    ({'ROLLING_WORKERS': '0'}, []),
+])
+def test_the_rolling_scenarios_take_their_workers_from_rolling_workers_or_else_pytest_workers(
+        tmp_path, workers_env, expected_xdist):
+    done = run_bash(tmp_path, 'bash "$1"', [os.path.join(TOOLING, 'run-rolling-system-tests.sh')], workers_env)
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout.splitlines()
+    # The stage's banner comes first, then what pytest would get.
+    pytest_arguments = printed[printed.index('-m'):]
+    assert pytest_arguments[:2 + len(expected_xdist)] == ['-m', 'pytest'] + expected_xdist
+    assert pytest_arguments[2 + len(expected_xdist)] == 'tests/rolling'
