@@ -132,7 +132,12 @@ def _http_error(method, url, status, body, attempts, headers=None):
     elif status >= 500:
         advice = 'IMDS had an internal error after %d attempts; this is usually transient, try again' % attempts
     else:
-        advice = 'unexpected answer from IMDS'
+        # IMDS documents 400, 404, 405, 410, 429 and 500 only: a 401, 403 or
+        # 407 comes from whatever else answered (a firewall's "denied
+        # destination", an authenticating proxy, another server at endpoint).
+        advice = ('IMDS does not document HTTP %d, so something other than IMDS probably answered: another server '
+                  'at endpoint, or a proxy or firewall between this host and IMDS. Check endpoint, and that this '
+                  'host reaches IMDS directly (exempt 169.254.169.254 from any proxy)' % status)
     message = 'IMDS answered HTTP %d to %s %s: %s. What to do: %s.' % (status, method, url, imds_message, advice)
     return ImdsHttpError(message, url=url, status=status, imds_message=imds_message, body=body, headers=headers,
                          retry_after=_retry_after(headers))

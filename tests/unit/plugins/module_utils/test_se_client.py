@@ -186,7 +186,10 @@ ERROR_CASES = [
     (400, {'error': 'Bad request. Invalid EventId'}, ['refused as malformed', 'Invalid EventId']),
     (404, {'error': 'Not found. Unknown IMDS path'}, ['check that endpoint is the IMDS address']),
     (405, {'error': 'Method not allowed.'}, ['does not allow GET']),
-    (418, {'message': 'teapot'}, ['unexpected answer', 'teapot']),
+    (418, {'message': 'teapot'}, ['IMDS does not document HTTP 418', 'teapot']),
+    # What a firewall in front of 169.254.169.254 may answer: not IMDS.
+    (403, b'resolve_deny: denied destination',
+     ['denied destination', 'something other than IMDS probably answered', 'Check endpoint', 'directly']),
     (400, b'plain text refusal', ['plain text refusal']),
 ]
 
