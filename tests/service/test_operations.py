@@ -142,14 +142,26 @@ def test_sigterm_lets_the_running_hook_finish_and_saves_state(simulator, daemon)
     assert daemon.stop(signal.SIGTERM) == 0
     assert time.monotonic() - began >= 1.0
     assert [record['hook'] for record in daemon.records('end')] == ['prepare/10-slow']
+    # The log says which hook the stop waits for.
+    said = stop_messages(daemon)
+    assert len(said) == 1 and said[0].startswith('stopping: waiting for the running prepare hook 10-slow for %s '
+                                                 'to end (at most ' % event_id), said
     phase = daemon.state()['events'][event_id.lower()]['phases']['prepare']
     assert phase['results']['10-slow']['outcome'] == 'ok' and '20-later' not in phase['results']
     assert not phase['finished']
     # The rest of the phase runs after the restart; the finished hook does not run again.
     daemon.start()
     daemon.wait_for_hooks(event_id, ['prepare/10-slow', 'prepare/20-later'])
+    # Every hook has ended: a stop waits for none, and says so.
+    wait_until(lambda: daemon.state()['events'][event_id.lower()]['phases']['prepare'].get('finished'), 15,
+               what='the prepare phase to end')
     assert daemon.stop() == 0
     assert daemon.hook_calls(event_id) == ['prepare/10-slow', 'prepare/20-later']
+    assert stop_messages(daemon)[1:] == ['stopping: no hook is running']
+
+
+def stop_messages(daemon):
+    return [entry['message'] for entry in daemon.log_entries() if entry.get('message', '').startswith('stopping')]
 
 
 def test_sigterm_times_out_a_hook_that_does_not_end(simulator, daemon):

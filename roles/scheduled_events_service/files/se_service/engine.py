@@ -151,6 +151,9 @@ class Service(object):
         self.webhook = None
         self.event_log = None
         self.runner = None
+        # "prepare hook 10-drain for <EventId>" while the hook runner runs a
+        # hook, else None: what a stop waits for, said in its log line.
+        self.running_hook = None
         self.signal_relay = None
         self.next_delay = config['poll_interval']
         self.textfile_written_at = None
@@ -568,10 +571,15 @@ class Service(object):
         self._save_now()
         self.logger.info('running %s hook %s for %s', phase, name, event.get('event_id'),
                          extra={'fields': {'phase': phase, 'hook': name, 'event_id': event.get('event_id')}})
-        result = hook_runner.run_hook(path, hook_runner.hook_input(phase, annotated, self.resource_name, incarnation),
-                                      hook_runner.hook_environment(os.environ, phase, annotated, self.resource_name,
-                                                                   incarnation),
-                                      self.config['hook_timeout'], abort=self.abort_hooks)
+        self.running_hook = '%s hook %s for %s' % (phase, name, event.get('event_id'))
+        try:
+            result = hook_runner.run_hook(path, hook_runner.hook_input(phase, annotated, self.resource_name,
+                                                                       incarnation),
+                                          hook_runner.hook_environment(os.environ, phase, annotated,
+                                                                       self.resource_name, incarnation),
+                                          self.config['hook_timeout'], abort=self.abort_hooks)
+        finally:
+            self.running_hook = None
         for line in result.output.splitlines()[:OUTPUT_LOG_LINES]:
             self.logger.info('%s/%s: %s', phase, name, line,
                              extra={'fields': {'phase': phase, 'hook': name, 'event_id': event.get('event_id')}})
@@ -648,7 +656,12 @@ class Service(object):
 
     def shutdown(self):
         """Let the running hook finish or time out, save the state, stop outputs."""
-        self.logger.info('stopping: waiting for a running hook to finish (at most %s s)', self.config['hook_timeout'])
+        running = self.running_hook
+        if running:
+            self.logger.info('stopping: waiting for the running %s to end (at most %s s; a second SIGTERM ends it '
+                             'at once)', running, self.config['hook_timeout'])
+        else:
+            self.logger.info('stopping: no hook is running')
         self.work_available.set()
         if self.runner is not None:
             while self.runner.is_alive():
