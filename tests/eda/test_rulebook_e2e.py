@@ -78,14 +78,21 @@ def test_user_events_are_approved_by_their_leader_and_platform_events_are_not(e2
         wait_for_polling(rulebook, simulator)
         simulator.control.create_event('Freeze', ['WestNO_0', 'WestNO_1'], event_id=platform_freeze,
                                        event_source='Platform')
-        simulator.control.create_event('Reboot', ['WestNO_1'], event_id=user_reboot, event_source='User')
+        # Both VMs, WestNO_1 first: the playbook runs on both hosts, and only the leader approves.
+        simulator.control.create_event('Reboot', ['WestNO_1', 'WestNO_0'], event_id=user_reboot,
+                                       event_source='User')
 
         approvals = wait_until(lambda: rulebook.check_running() or simulator.approvals_of(user_reboot),
                                ACTION_TIMEOUT, 'the approval of the User reboot')
-        # The watcher polls WestNO_0, but the playbook ran on the event's host
+        # The watcher polls WestNO_0, but the playbook ran on the event's hosts
         # and the leader approved through its own IMDS.
         assert [(approval['vm'], approval['status']) for approval in approvals] == [('WestNO_1', 200)]
         wait_for_message(rulebook, '%s started' % user_reboot)
+        # Each host says what it did: the follower why it left the event alone.
+        wait_until(lambda: rulebook.check_running() or
+                   "WestNO_0: approved [], skipped ['%s: not_leader']" % user_reboot in rulebook.output(),
+                   ACTION_TIMEOUT, 'the follower saying why it did not approve')
+        assert "WestNO_1: approved ['%s'], skipped []" % user_reboot in rulebook.output()
         wait_for_message(rulebook, '%s new: Freeze Scheduled from Platform' % platform_freeze)
         output_before_quiet = rulebook.output()
 
