@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# Every test stage (what `make test` and CI run), in three lanes that run at
-# the same time because they mostly wait on different things: the pytest lane
-# (units, simulator, system tests, the docs site, the service role's
-# integration target, ansible-lint), the ansible-test lane (sanity, the other
-# integration targets, build, sanity on the oldest minor, 2.16) and the
-# compatibility lane (venvs of the older ansible-core minors, every
-# integration target on 2.16).
-# Then the rolling-maintenance runs, in three lanes of their own: the system
-# tests on this venv's core (2.19, in two worker processes), the rolling
-# playbook on 2.16 (every task file and plugin it runs), and on 2.17 then 2.18
-# (tests/tooling/run-matrix.sh "rolling" jobs).
-# Last and alone, the end-to-end runs (HAProxy under load, ansible-runner).
+# Every test stage (what `make test` and CI run), as a pool: up to
+# MAKE_TEST_SLOTS stages (default 3) run at a time, and each stage starts as
+# soon as a slot is free and the stage it needs (if any) has ended, in the
+# order of STAGES below: the longest first, so that the short ones fill the
+# gaps at the end. Three at a time on two cores, because most stages spend
+# much of their time waiting (on a simulated clock, on ansible-test's set-up,
+# on a daemon), so two would leave the machine idle, and more only adds
+# contention (docs/development.md has the figures).
+# Stages that play scenarios against the simulator's clock (the rolling
+# playbook, HAProxy under load, ansible-runner) run beside the heavy ones:
+# their tests assert invariants, not speed, and `make load-test` proves they
+# pass with every core kept busy.
 # Each stage writes its own log, printed whole when the stage ends, and a
-# summary with the time of each stage closes the run. A failing stage does not stop
-# the later ones, so one run shows every problem; the exit status is non-zero
+# summary with the time of each stage closes the run. A failing stage does not
+# stop the others, so one run shows every problem; the exit status is non-zero
 # when any stage failed. Run tests/tooling/bootstrap.sh first.
 #
 # Everything a run writes (staged copies, ansible-test output, logs, pytest's
@@ -24,40 +24,72 @@ set -euo pipefail
 # shellcheck source=tests/tooling/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
+SLOTS="${MAKE_TEST_SLOTS:-3}"
+[[ "${SLOTS}" =~ ^[1-9][0-9]*$ ]] || die "MAKE_TEST_SLOTS must be a whole number of at least 1, got '${SLOTS}'"
+
 RUN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/azure-maintenance-test.XXXXXX")"
 LOG_DIR="${RUN_DIR}/logs"
 mkdir -p "${LOG_DIR}"
-echo "make test: working in ${RUN_DIR}"
+echo "make test: working in ${RUN_DIR}, ${SLOTS} stages at a time"
 
-# A stage is "name:script [arguments]".
-# The stages are shared out so that the lanes end at about the same time. The
-# integration targets mostly wait (on the simulator's clock, on the daemon):
-# the role's target, the longest, runs in the pytest lane, and every other
-# target, new ones included, in the ansible-test lane. On 2.16 every target
-# runs in the compat lane: the longest stage of all.
+# A stage is "name:script [arguments]", longest first (seconds alone on an
+# idle 2-core machine in brackets, from the stage summaries).
 SERVICE_TARGET="role_scheduled_events_service"
-PYTEST_LANE=("units:run-units.sh" "simulator-tests:run-simulator-tests.sh" "system-tests:run-system-tests.sh"
-    "docs:run-docs.sh" "integration-service:run-integration.sh ${SERVICE_TARGET}" "lint:run-lint.sh")
-# The 2.16 venv that matrix-2.16-sanity needs is made at the start of the
-# compat lane; should this lane get there first, it waits for it (run-matrix.sh
-# makes each venv under a lock).
-ANSIBLE_TEST_LANE=("sanity:run-sanity.sh" "integration:run-integration.sh --exclude ${SERVICE_TARGET}"
-    "build:build-check.sh" "matrix-2.16-sanity:run-matrix.sh 2.16:sanity")
-# The matrix's 2.19 jobs are the two lanes above (this venv holds 2.19); the
-# venvs of every rolling job are made first, so the last stages only run.
-COMPAT_LANE=("matrix-venvs:run-matrix.sh --venvs-only 2.16 2.17:rolling 2.18:rolling"
-    "matrix-2.16-integration:run-matrix.sh 2.16:integration")
-# The rolling-maintenance runs (real-time clock, HAProxy under load,
-# ansible-runner) come last, without the heavy stages beside them. The job on
-# the oldest core is never left out: an older core is where the playbook broke.
-ROLLING_LANE=("rolling-system-tests:run-rolling-system-tests.sh")
-ROLLING_OLDEST_LANE=("matrix-rolling-2.16:run-matrix.sh 2.16:rolling")
-ROLLING_COMPAT_LANE=("matrix-rolling:run-matrix.sh 2.17:rolling 2.18:rolling")
-E2E_LANE=("e2e-tests:run-e2e-tests.sh")
+STAGES=(
+    # The venvs of ansible-core 2.16, 2.17 and 2.18 (first time only) [35 s]:
+    # first, as every matrix stage needs them.
+    "matrix-venvs:run-matrix.sh --venvs-only 2.16 2.17:rolling 2.18:rolling"
+    # tests/rolling on this venv's core (2.19) in two workers [330 s].
+    "rolling-system-tests:run-rolling-system-tests.sh"
+    # Every integration target on the oldest core [370 s].
+    "matrix-2.16-integration:run-matrix.sh 2.16:integration"
+    # The rolling playbook on the oldest core: never left out, an older core is
+    # where the playbook broke [350 s].
+    "matrix-rolling-2.16:run-matrix.sh 2.16:rolling"
+    # Every integration target but the service role's [310 s].
+    "integration:run-integration.sh --exclude ${SERVICE_TARGET}"
+    # HAProxy under load, ansible-runner as AWX runs jobs [270 s].
+    "e2e-tests:run-e2e-tests.sh"
+    # The rolling playbook on the cores between [280 s].
+    "matrix-rolling:run-matrix.sh 2.17:rolling 2.18:rolling"
+    # The service role's target, which also runs the daemon's suite against
+    # the installed program [160 s].
+    "integration-service:run-integration.sh ${SERVICE_TARGET}"
+    "sanity:run-sanity.sh"
+    # The fault matrix, EDA under ansible-rulebook, ansible-builder and the
+    # fleet plane; the daemon's suite (tests/service) runs in the service
+    # role's target, against the program the role installed.
+    "system-tests:run-system-tests.sh"
+    "matrix-2.16-sanity:run-matrix.sh 2.16:sanity"
+    "docs:run-docs.sh"
+    "lint:run-lint.sh"
+    "units:run-units.sh"
+    "simulator-tests:run-simulator-tests.sh"
+    "build:build-check.sh"
+)
+# The stage a stage waits for, where it needs one.
+declare -A NEEDS=(
+    [matrix-2.16-integration]=matrix-venvs
+    [matrix-rolling-2.16]=matrix-venvs
+    [matrix-rolling]=matrix-venvs
+    [matrix-2.16-sanity]=matrix-venvs
+)
+# Environment variables of a stage, where it has its own.
+declare -A STAGE_ENV=(
+    [system-tests]="SYSTEM_TEST_SUITES=tests/faults tests/eda tests/ee tests/fleet"
+)
+
+declare -A known_stage=()
+for entry in "${STAGES[@]}"; do
+    known_stage[${entry%%:*}]=1
+done
+for name in "${!NEEDS[@]}"; do
+    [[ -n "${known_stage[${NEEDS[${name}]}]:-}" ]] || die "stage ${name} needs ${NEEDS[${name}]}, which is not a stage"
+done
 
 # CPU seconds (user + system) in a file written by bash's `times`, whose
 # second line is what this shell's finished child processes have used. It must
-# be written by the lane's shell itself: a command substitution is a new
+# be written by the stage's own shell: a command substitution is a new
 # process, whose children have used nothing. Processes that leave their parent
 # (daemons) are not counted, so a stage's figure is a lower bound; it says
 # where the work of a run goes.
@@ -72,77 +104,74 @@ cpu_seconds_in() {
     }' "$1"
 }
 
-# Runs the stages of one lane in order; records "name result seconds cpu" lines.
-run_lane() {
-    local lane="$1"
-    shift
-    local entry name script started status result cpu_before cpu_used
-    local -a arguments
-    for entry in "$@"; do
+# Runs one stage (in a shell of its own, started in the background); records
+# "name result seconds cpu start-offset" in its results file.
+run_stage() {
+    local entry="$1" name script started status=0 result cpu_used
+    local -a arguments environment=()
+    name="${entry%%:*}"
+    read -r -a arguments <<<"${entry#*:}"
+    script="${arguments[0]}"
+    arguments=("${arguments[@]:1}")
+    [[ -z "${STAGE_ENV[${name}]:-}" ]] || environment=("${STAGE_ENV[${name}]}")
+    started=${SECONDS}
+    # Each stage stages its own copy of the collection and has its own
+    # temporary folder, so stages that run at the same time never meet.
+    mkdir -p "${RUN_DIR}/${name}/tmp"
+    env "${environment[@]}" BUILD_DIR="${RUN_DIR}/${name}/build" TMPDIR="${RUN_DIR}/${name}/tmp" \
+        bash "${TOOLING_DIR}/${script}" "${arguments[@]}" >"${LOG_DIR}/${name}.log" 2>&1 || status=$?
+    if [[ ${status} -eq 0 ]]; then result="ok"; else result="FAILED(exit-${status})"; fi
+    times >"${RUN_DIR}/${name}.times"
+    cpu_used="$(cpu_seconds_in "${RUN_DIR}/${name}.times")"
+    printf '%s %s %d %d %d\n' "${name}" "${result}" "$((SECONDS - started))" "${cpu_used}" "${started}" \
+        >"${RUN_DIR}/${name}.result"
+    # One stage's whole log at a time, never interleaved with another's.
+    {
+        flock 9
+        cat "${LOG_DIR}/${name}.log"
+        printf '\n---- stage %s: %s after %ds, %d CPU-s (started at +%ds) ----\n' "${name}" "${result}" \
+            "$((SECONDS - started))" "${cpu_used}" "${started}"
+    } 9>"${RUN_DIR}/print.lock"
+}
+
+# The pool: start what may start, wait for any stage to end, again.
+declare -A ended=() stage_of_pid=()
+pending=("${STAGES[@]}")
+running=0
+while [[ ${#pending[@]} -gt 0 || ${running} -gt 0 ]]; do
+    waiting=()
+    for entry in "${pending[@]}"; do
         name="${entry%%:*}"
-        read -r -a arguments <<<"${entry#*:}"
-        script="${arguments[0]}"
-        arguments=("${arguments[@]:1}")
-        started=${SECONDS}
-        times >"${RUN_DIR}/${lane}.times"
-        cpu_before="$(cpu_seconds_in "${RUN_DIR}/${lane}.times")"
-        status=0
-        # Each stage stages its own copy of the collection and has its own
-        # temporary folder, so the lanes never meet.
-        mkdir -p "${RUN_DIR}/${name}/tmp"
-        BUILD_DIR="${RUN_DIR}/${name}/build" TMPDIR="${RUN_DIR}/${name}/tmp" \
-            bash "${TOOLING_DIR}/${script}" "${arguments[@]}" >"${LOG_DIR}/${name}.log" 2>&1 || status=$?
-        if [[ ${status} -eq 0 ]]; then result="ok"; else result="FAILED(exit-${status})"; fi
-        times >"${RUN_DIR}/${lane}.times"
-        cpu_used=$(($(cpu_seconds_in "${RUN_DIR}/${lane}.times") - cpu_before))
-        printf '%s %s %d %d\n' "${name}" "${result}" "$((SECONDS - started))" "${cpu_used}" >>"${RUN_DIR}/${lane}.results"
-        # One stage's whole log at a time, never interleaved with the other lane.
-        {
-            flock 9
-            cat "${LOG_DIR}/${name}.log"
-            printf '\n---- stage %s: %s after %ds, %d CPU-s (%s lane) ----\n' "${name}" "${result}" "$((SECONDS - started))" \
-                "${cpu_used}" "${lane}"
-        } 9>"${RUN_DIR}/print.lock"
+        needed="${NEEDS[${name}]:-}"
+        if [[ ${running} -lt ${SLOTS} && (-z "${needed}" || -n "${ended[${needed}]:-}") ]]; then
+            run_stage "${entry}" &
+            stage_of_pid[$!]="${name}"
+            running=$((running + 1))
+        else
+            waiting+=("${entry}")
+        fi
     done
-}
+    pending=("${waiting[@]}")
+    ended_pid=""
+    # A stage records its own result; its shell's exit status says nothing more.
+    wait -n -p ended_pid || true
+    [[ -n "${ended_pid}" ]] || die "make test: lost track of the running stages (${running} left)"
+    ended[${stage_of_pid[${ended_pid}]}]=1
+    running=$((running - 1))
+done
 
-# Runs lanes side by side ("lane-name:ARRAY-NAME ..."); returns when all have ended.
-run_lanes() {
-    local lane pids=() pid
-    for lane in "$@"; do
-        local -n stages="${lane#*:}"
-        run_lane "${lane%%:*}" "${stages[@]}" &
-        pids+=($!)
-    done
-    for pid in "${pids[@]}"; do
-        wait "${pid}" || true
-    done
-}
-
-phase_started=${SECONDS}
-run_lanes pytest:PYTEST_LANE ansible-test:ANSIBLE_TEST_LANE compat:COMPAT_LANE
-first_phase=$((SECONDS - phase_started))
-phase_started=${SECONDS}
-run_lanes rolling:ROLLING_LANE rolling-oldest:ROLLING_OLDEST_LANE rolling-compat:ROLLING_COMPAT_LANE
-rolling_phase=$((SECONDS - phase_started))
-phase_started=${SECONDS}
-run_lanes e2e:E2E_LANE
-last_phase=$((SECONDS - phase_started))
-
-banner "stage summary (three lanes side by side: ${first_phase}s; the rolling runs, three lanes: ${rolling_phase}s; end to end alone: ${last_phase}s; total ${SECONDS}s)"
+banner "stage summary (${SLOTS} stages at a time; total ${SECONDS}s)"
 failed=0
 total_cpu=0
-for entry in "${PYTEST_LANE[@]}" "${ANSIBLE_TEST_LANE[@]}" "${COMPAT_LANE[@]}" "${ROLLING_LANE[@]}" \
-    "${ROLLING_OLDEST_LANE[@]}" "${ROLLING_COMPAT_LANE[@]}" "${E2E_LANE[@]}"; do
+for entry in "${STAGES[@]}"; do
     name="${entry%%:*}"
-    line="$(grep -h "^${name} " "${RUN_DIR}"/*.results 2>/dev/null || true)"
-    if [[ -z "${line}" ]]; then
+    if [[ ! -s "${RUN_DIR}/${name}.result" ]]; then
         printf '  %-24s %-18s\n' "${name}" "DID NOT RUN"
         failed=1
         continue
     fi
-    read -r _ result seconds cpu <<<"${line}"
-    printf '  %-24s %-18s %5ss %6s CPU-s\n' "${name}" "${result}" "${seconds}" "${cpu}"
+    read -r _ result seconds cpu started <"${RUN_DIR}/${name}.result"
+    printf '  %-24s %-18s %5ss %6s CPU-s  from +%ss\n' "${name}" "${result}" "${seconds}" "${cpu}" "${started}"
     total_cpu=$((total_cpu + cpu))
     [[ "${result}" == "ok" ]] || failed=1
 done

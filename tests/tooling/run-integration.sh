@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # ansible-test integration on a staged copy of the collection, run locally (no
 # containers) with the .venv's Python. Arguments are target names (all targets
-# when none) or extra ansible-test options.
+# when none) or extra ansible-test options. INTEGRATION_VARS="name=value ..."
+# hands variables to every target (ansible-test passes the staged copy's
+# tests/integration/integration_config.yml to them as extra vars; it passes
+# no environment variable of ours).
 # The simulator the targets start (setup_simulator) keeps its pid file in this
 # run's ansible-test output folder; it is stopped afterwards (stop_simulators.py).
 set -euo pipefail
@@ -52,7 +55,20 @@ if [[ ! -d "${stage}/tests/integration/targets" ]]; then
     exit 0
 fi
 
+write_integration_vars() {
+    local config="${stage}/tests/integration/integration_config.yml" pair
+    rm -f "${config}"
+    [[ -n "${INTEGRATION_VARS:-}" ]] || return 0
+    echo "---" >"${config}"
+    for pair in ${INTEGRATION_VARS}; do
+        [[ "${pair}" =~ ^[a-z_][a-z0-9_]*=.+$ ]] || die "INTEGRATION_VARS: '${pair}' is not name=value (a variable name in lower case)"
+        printf '%s: %s\n' "${pair%%=*}" "${pair#*=}" >>"${config}"
+    done
+    echo "integration: variables for every target: ${INTEGRATION_VARS}"
+}
+
 trap finish EXIT
+write_integration_vars
 hold_default_ports
 cd "${stage}"
 # --local runs ansible-test and the targets with this interpreter, so it
