@@ -77,7 +77,7 @@ def release_when_started(process, stand_in_dir, count, timeout=60):
         time.sleep(0.05)
     first = notes(stand_in_dir)
     (stand_in_dir / 'release').write_text('', encoding='utf-8')
-    output, _ = process.communicate(timeout=timeout)
+    output = process.communicate(timeout=timeout)[0]
     return first, output
 
 
@@ -130,7 +130,7 @@ def test_a_failing_stage_fails_the_run_after_every_other_stage_ran(tmp_path):
 @pytest.mark.parametrize('slots', ['0', 'three', '-1', ' 2'])
 def test_a_number_of_slots_that_is_not_a_whole_number_above_zero_is_refused(tmp_path, slots):
     process, stand_in_dir = start_run_all(tmp_path, MAKE_TEST_SLOTS=slots)
-    output, _ = process.communicate(timeout=60)
+    output = process.communicate(timeout=60)[0]
     assert process.returncode == 1
     assert "MAKE_TEST_SLOTS must be a whole number of at least 1, got '%s'" % slots in output
     assert notes(stand_in_dir) == []
