@@ -59,7 +59,9 @@ def run_streaming(command, env, cwd, log_path, timeout=600, echo=False):
     """Run ``command`` with its output going to ``log_path`` (and this process's stdout with ``echo``);
     kill it after ``timeout`` seconds. Returns its exit code."""
     started = time.time()
-    with open(log_path, 'w', encoding='utf-8') as log:
+    # Line-buffered: tests read the log while the run goes on, to act when a
+    # line appears (a block-buffered file showed a line only some 8 KiB later).
+    with open(log_path, 'w', encoding='utf-8', buffering=1) as log:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, env=env, cwd=cwd, text=True)
         try:

@@ -1,0 +1,56 @@
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""run_streaming (tests/rolling/rolling_harness.py): a line the run prints is in its log at once.
+
+Tests act on a line of a run that goes on (a change to the world once the
+playbook has seen the last one), so the log must not hold lines back until
+some kilobytes have gathered. The command here prints one line and then waits
+for the test to have read it.
+"""
+
+import os
+import sys
+import threading
+import time
+
+ROLLING_TESTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                 'rolling')
+if ROLLING_TESTS_DIR not in sys.path:
+    sys.path.insert(0, ROLLING_TESTS_DIR)
+
+from rolling_harness import run_streaming  # noqa: E402 pylint: disable=wrong-import-position
+
+PRINT_THEN_WAIT = '''
+import os, sys, time
+print("the line the test waits for", flush=True)
+deadline = time.monotonic() + 60
+while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
+    time.sleep(0.02)
+print("seen" if os.path.exists(sys.argv[1]) else "never seen", flush=True)
+'''
+
+
+def test_a_printed_line_is_in_the_log_while_the_run_goes_on(tmp_path):
+    log_path = str(tmp_path / 'run.log')
+    seen_path = str(tmp_path / 'seen')
+    codes = []
+    runner = threading.Thread(target=lambda: codes.append(run_streaming(
+        [sys.executable, '-c', PRINT_THEN_WAIT, seen_path], dict(os.environ), str(tmp_path), log_path, timeout=120)))
+    runner.start()
+    read_while_running = False
+    try:
+        deadline = time.monotonic() + 30
+        while not read_while_running and time.monotonic() < deadline:
+            if os.path.exists(log_path):
+                with open(log_path, encoding='utf-8') as handle:
+                    read_while_running = 'the line the test waits for' in handle.read()
+            time.sleep(0.02)
+        # The run only ends once this file is there, so what was read above was read while it ran.
+        with open(seen_path, 'w', encoding='utf-8'):
+            pass
+    finally:
+        runner.join(90)
+    assert read_while_running, 'the line reached the log only when the run ended'
+    assert codes == [0]
+    with open(log_path, encoding='utf-8') as handle:
+        assert handle.read() == 'the line the test waits for\nseen\n'
