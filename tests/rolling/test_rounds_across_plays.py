@@ -19,6 +19,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rolling_harness import RollingWorld, inventory_name  # noqa: E402 pylint: disable=wrong-import-position
+from imds_simulator.clock import parse_iso  # noqa: E402 pylint: disable=wrong-import-position,wrong-import-order
 
 pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='needs the simulator and ansible-playbook locally')
 
@@ -62,3 +63,22 @@ def test_rounds_and_an_event_carry_over_from_play_to_play(tmp_path):
         assert [step for _at, step in world.steps()[inventory_name('web_0')]] == ['drain', 'verify', 'undrain']
         assert [event_ids for _at, _vm, event_ids in world.approvals()] == [[FREEZE.lower()]]
         assert world.invariant_problems(run) == []
+
+
+def test_rounds_start_no_sooner_than_the_poll_interval_apart(tmp_path):
+    """The wait between rounds lasts until poll_interval after the last round's plan, fractions included: a
+    round that took 0.6 s of a 2 s interval is followed by a wait of 1.4 s, not of 1 s, and one that took
+    1.5 s by a wait of 0.5 s, not by none. A slow machine only makes rounds further apart."""
+    groups = {'web': {'vms': [('web_0', 0), ('web_1', 1)], 'max_unavailable': 1}}
+    poll = 2.0
+    with RollingWorld(tmp_path, groups, speed=1) as world:
+        run = world.run_playbook(rolling_max_rounds=6, rolling_settle_seconds=10 ** 6,
+                                 rolling_poll_interval_seconds=poll)
+        assert run.returncode == 0, run.output[-3000:]
+        reads = [parse_iso(entry['real_time']) for entry in world.control.log(vm='web_0')
+                 if entry['method'] == 'GET' and entry['path'].startswith('/metadata/scheduledevents')]
+        # One read a round (an idle world: no throttling, no error to retry).
+        assert len(reads) == 6, reads
+        # Both clocks are the controller's; the log keeps milliseconds.
+        gaps = [later - earlier for earlier, later in zip(reads, reads[1:])]
+        assert min(gaps) >= poll - 0.002, gaps

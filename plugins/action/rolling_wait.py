@@ -1,0 +1,54 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Action plugin of rolling_wait: the wait between two rounds, in the worker that runs the task.
+
+The rolling playbook used ansible.builtin.wait_for for it, which starts a
+Python interpreter and loads a module each round: about a quarter of a
+second of CPU and of waiting, in every round that waits.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible.errors import AnsibleAction
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.azure_maintenance.scheduled_events.plugins.modules import rolling_wait
+from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._scheduled_events_action import (
+    validated_params,
+)
+
+MODULE = 'azure_maintenance.scheduled_events.rolling_wait'
+
+
+def seconds_to_wait(seconds, max_seconds):
+    """The wait ``seconds`` asks for, never below zero nor above ``max_seconds``."""
+    return min(max(0.0, seconds), max(0.0, max_seconds))
+
+
+def run_wait(params, clock=time.monotonic, sleep=time.sleep):
+    """The task result of rolling_wait; ``clock`` and ``sleep`` are for tests."""
+    wanted = seconds_to_wait(params['seconds'], params['max_seconds'])
+    began = clock()
+    if wanted > 0:
+        sleep(wanted)
+    return {'changed': False, 'waited': round(clock() - began, 3)}
+
+
+class ActionModule(ActionBase):
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp  # tmp no longer has any effect
+        try:
+            result.update(run_wait(validated_params(rolling_wait.module_argument_spec(), self._task.args, MODULE)))
+        except AnsibleAction as exc:
+            result.update(exc.result)
+        return result

@@ -1,0 +1,106 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""rolling_wait: the wait between two rounds of rolling maintenance, on the controller, under a clock the test drives."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from ansible.playbook.task import Task
+from ansible.plugins.loader import action_loader
+
+from ansible_collections.azure_maintenance.scheduled_events.plugins.action.rolling_wait import run_wait, seconds_to_wait
+from ansible_collections.azure_maintenance.scheduled_events.plugins.modules import rolling_wait
+
+
+class Clock(object):
+    """Sleeping moves it, nothing else does."""
+
+    def __init__(self):
+        self.now = 100.0
+        self.sleeps = []
+
+    def time(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+@pytest.mark.parametrize('seconds, max_seconds, expected', [
+    (3.25, 5.0, 3.25),
+    # The round is due already (the last one took longer than the poll interval).
+    (0.0, 5.0, 0.0),
+    (-1.7, 5.0, 0.0),
+    # A clock that jumped makes a long wait: never beyond the bound.
+    (7200.0, 5.0, 5.0),
+    (3.0, -1.0, 0.0),
+])
+def test_the_wait_is_what_was_asked_within_zero_and_the_bound(seconds, max_seconds, expected):
+    assert seconds_to_wait(seconds, max_seconds) == expected
+
+
+@pytest.mark.parametrize('seconds, sleeps, waited', [
+    (2.5, [2.5], 2.5),
+    # Nothing to wait for: no sleep at all, not even a zero one.
+    (-0.4, [], 0.0),
+    (0.0, [], 0.0),
+])
+def test_the_task_sleeps_once_and_says_how_long(seconds, sleeps, waited):
+    clock = Clock()
+    result = run_wait({'seconds': seconds, 'max_seconds': 3600.0}, clock=clock.time, sleep=clock.sleep)
+    assert clock.sleeps == sleeps
+    assert result == {'changed': False, 'waited': waited}
+
+
+def action(args, check_mode=False):
+    task = Task.load({'azure_maintenance.scheduled_events.rolling_wait': args})
+    task.check_mode = check_mode
+    # A connection that is never used: the task sends nothing to the host.
+    connection = SimpleNamespace(_shell=SimpleNamespace(tmpdir='/nonexistent'))
+    return action_loader.get('azure_maintenance.scheduled_events.rolling_wait', task=task, connection=connection,
+                             play_context=None, loader=None, templar=None, shared_loader_obj=None)
+
+
+def test_the_action_waits_in_this_process_and_runs_no_module(monkeypatch):
+    plugin = action({'seconds': '0.01', 'max_seconds': 5})
+
+    def no_module(*args, **kwargs):
+        raise AssertionError('rolling_wait ran a module: %r %r' % (args, kwargs))
+
+    monkeypatch.setattr(plugin, '_execute_module', no_module)
+    result = plugin.run(task_vars={})
+    assert result.get('failed') is not True, result
+    assert result['changed'] is False and result['waited'] >= 0.01
+
+
+@pytest.mark.parametrize('args, message', [
+    ({}, 'missing required arguments: seconds'),
+    ({'seconds': 'soon'}, "seconds"),
+    ({'seconds': 1, 'poll': 2}, 'poll. Supported parameters include: max_seconds, seconds'),
+])
+def test_bad_arguments_fail_the_task_and_say_which(args, message):
+    result = action(args).run(task_vars={})
+    assert result['failed'] is True
+    assert message in result['msg'] and 'rolling_wait' in result['msg']
+
+
+def test_the_module_file_run_on_a_host_refuses_and_says_how_to_call_it(tmp_path):
+    """Only reached when the action plugin is bypassed: the module file run by hand, as a host would run it."""
+    arguments = tmp_path / 'args.json'
+    arguments.write_text(json.dumps({'ANSIBLE_MODULE_ARGS': {'seconds': 1}}), encoding='utf-8')
+    done = subprocess.run([sys.executable, rolling_wait.__file__, str(arguments)], capture_output=True, text=True,
+                          timeout=60, check=False)
+    result = json.loads(done.stdout)
+    assert result['failed'] is True
+    assert 'runs on the controller through its action plugin' in result['msg']
