@@ -15,9 +15,9 @@ version_added: 0.2.0
 description:
   - Used by C(azure_maintenance.scheduled_events.rolling_maintenance) between two rounds; it runs on the controller only
     (an action plugin) and sends nothing to any host.
-  - Waits O(seconds) seconds in the process that runs the task and returns. Unlike M(ansible.builtin.wait_for), no
+  - Waits O(seconds) seconds in the process that runs the task and returns. Unlike C(ansible.builtin.wait_for), no
     module is started for it (a Python interpreter that loads a module costs about a quarter of a second of CPU and
-    of waiting each time), and unlike M(ansible.builtin.pause), it prints nothing, whatever the output callback.
+    of waiting each time), and unlike C(ansible.builtin.pause), it prints nothing, whatever the output callback.
 author:
   - azure_maintenance.scheduled_events contributors (!UNKNOWN)
 attributes:
