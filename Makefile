@@ -24,7 +24,7 @@ help: ## list the targets
 bootstrap: ## install missing Debian packages, create/update .venv, prepare ansible-test
 	bash $(TOOLING)/bootstrap.sh
 
-test: bootstrap ## run every stage, three at a time (MAKE_TEST_SLOTS=n): units, simulator, system, rolling and e2e tests, sanity, integration, build, lint, docs, ansible-core 2.16-2.18
+test: bootstrap ## run every stage, four at a time (MAKE_TEST_SLOTS=n): units, simulator, system, rolling and e2e tests, sanity, integration, build, lint, docs, ansible-core 2.16-2.18
 	bash $(TOOLING)/run-all.sh
 
 ci-fresh: ## run .ci/run on a fresh clone of HEAD with an empty HOME and TMPDIR, as a new machine would

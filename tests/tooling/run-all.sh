@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Every test stage (what `make test` and CI run), as a pool: up to
-# MAKE_TEST_SLOTS stages (default 3) run at a time, and each stage starts as
+# MAKE_TEST_SLOTS stages (default 4) run at a time, and each stage starts as
 # soon as a slot is free and the stage it needs (if any) has ended, in the
 # order of STAGES below: the longest first, so that the short ones fill the
-# gaps at the end. Three at a time on two cores, because most stages spend
+# gaps at the end. Four at a time on two cores, because most stages spend
 # much of their time waiting (on a simulated clock, on ansible-test's set-up,
-# on a daemon), so two would leave the machine idle, and more only adds
-# contention (docs/development.md has the figures).
+# on a daemon): the integration stages use about half a core each
+# (docs/development.md has the figures).
 # Stages that play scenarios against the simulator's clock (the rolling
 # playbook, HAProxy under load, ansible-runner) run beside the heavy ones:
 # their tests assert invariants, not speed, and `make load-test` proves they
@@ -24,7 +24,7 @@ set -euo pipefail
 # shellcheck source=tests/tooling/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-SLOTS="${MAKE_TEST_SLOTS:-3}"
+SLOTS="${MAKE_TEST_SLOTS:-4}"
 [[ "${SLOTS}" =~ ^[1-9][0-9]*$ ]] || die "MAKE_TEST_SLOTS must be a whole number of at least 1, got '${SLOTS}'"
 
 RUN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/azure-maintenance-test.XXXXXX")"

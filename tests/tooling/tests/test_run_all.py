@@ -89,16 +89,16 @@ def most_at_once(all_notes):
     return most
 
 
-def test_three_stages_at_a_time_longest_first_each_once_the_matrix_after_its_venvs(tmp_path):
+def test_four_stages_at_a_time_longest_first_each_once_the_matrix_after_its_venvs(tmp_path):
     process, stand_in_dir = start_run_all(tmp_path)
-    first, output = release_when_started(process, stand_in_dir, 3)
+    first, output = release_when_started(process, stand_in_dir, 4)
     assert process.returncode == 0, output
     # The first slots: the venvs and the longest stages that need nothing.
-    assert sorted(note[1] for note in first) == ['integration', 'matrix-venvs', 'rolling-system-tests'], first
+    assert sorted(note[1] for note in first) == ['e2e-tests', 'integration', 'matrix-venvs', 'rolling-system-tests'], first
     everything = notes(stand_in_dir)
     started = [note[1] for note in everything if note[0] == 'start']
     assert sorted(started) == sorted(set(started)) and len(started) == 16, started
-    assert most_at_once(everything) == 3
+    assert most_at_once(everything) == 4
     venvs_ended = everything.index(['end', 'matrix-venvs'])
     for stage in MATRIX_STAGES:
         assert everything.index(['start', stage, '']) > venvs_ended, everything
@@ -120,7 +120,7 @@ def test_one_slot_runs_the_stages_one_after_another(tmp_path):
 
 def test_a_failing_stage_fails_the_run_after_every_other_stage_ran(tmp_path):
     process, stand_in_dir = start_run_all(tmp_path, FAIL_STAGE='sanity')
-    _first, output = release_when_started(process, stand_in_dir, 3)
+    _first, output = release_when_started(process, stand_in_dir, 4)
     assert process.returncode == 1, output
     assert len([note for note in notes(stand_in_dir) if note[0] == 'end']) == 16
     assert re.search(r'^  sanity +FAILED\(exit-3\)', output, re.M), output
