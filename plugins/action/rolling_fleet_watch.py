@@ -16,8 +16,7 @@ __metaclass__ = type
 
 import time
 
-from ansible.errors import AnsibleAction, AnsibleActionFail, AnsibleFilterError
-from ansible.plugins.action import ActionBase
+from ansible.errors import AnsibleActionFail, AnsibleFilterError
 
 from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling import _plain, _setup
 from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling_fleet import plan_fleet_round
@@ -27,6 +26,9 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
 from ansible_collections.azure_maintenance.scheduled_events.plugins.modules import (
     rolling_fleet_watch,
     scheduled_events_fleet_info,
+)
+from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._controller_action import (
+    ControllerAction,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling import stop_reason
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling_fleet import watch_fleet
@@ -83,21 +85,13 @@ def run_watch(params, check_mode, client=None, clock=time.time, sleep=time.sleep
     return outcome
 
 
-class ActionModule(ActionBase):
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(ControllerAction):
+    MODULE = MODULE
+    module_code = rolling_fleet_watch
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp  # tmp no longer has any effect
-        try:
-            params = validated_params(rolling_fleet_watch.module_argument_spec(), self._task.args, MODULE)
-            missing = [name for name in WATCH_SETTINGS if params['options'].get(name) in (None, '')]
-            if missing:
-                raise AnsibleActionFail('%s: options has no %s; pass the rolling_* settings without their prefix, '
-                                        'as rolling_maintenance.yml does with _rolling_cfg'
-                                        % (MODULE, ', '.join(missing)))
-            result.update(run_watch(params, bool(self._task.check_mode)))
-        except AnsibleAction as exc:
-            result.update(exc.result)
-        return result
+    def run_task(self, params, check_mode):
+        missing = [name for name in WATCH_SETTINGS if params['options'].get(name) in (None, '')]
+        if missing:
+            raise AnsibleActionFail('%s: options has no %s; pass the rolling_* settings without their prefix, '
+                                    'as rolling_maintenance.yml does with _rolling_cfg' % (MODULE, ', '.join(missing)))
+        return run_watch(params, check_mode)

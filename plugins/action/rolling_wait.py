@@ -15,15 +15,10 @@ __metaclass__ = type
 
 import time
 
-from ansible.errors import AnsibleAction
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.azure_maintenance.scheduled_events.plugins.modules import rolling_wait
-from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._scheduled_events_action import (
-    validated_params,
+from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._controller_action import (
+    ControllerAction,
 )
-
-MODULE = 'azure_maintenance.scheduled_events.rolling_wait'
 
 
 def seconds_to_wait(seconds, max_seconds):
@@ -40,15 +35,10 @@ def run_wait(params, clock=time.monotonic, sleep=time.sleep):
     return {'changed': False, 'waited': round(clock() - began, 3)}
 
 
-class ActionModule(ActionBase):
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(ControllerAction):
+    MODULE = 'azure_maintenance.scheduled_events.rolling_wait'
+    module_code = rolling_wait
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp  # tmp no longer has any effect
-        try:
-            result.update(run_wait(validated_params(rolling_wait.module_argument_spec(), self._task.args, MODULE)))
-        except AnsibleAction as exc:
-            result.update(exc.result)
-        return result
+    def run_task(self, params, check_mode):
+        del check_mode  # waiting changes nothing, so check mode waits too
+        return run_wait(params)

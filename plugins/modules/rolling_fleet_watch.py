@@ -110,8 +110,9 @@ stop:
   type: str
 '''
 
-from ansible.module_utils.basic import AnsibleModule
-
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._controller_only import (
+    refuse_outside_the_controller,
+)
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm_options import ARM_ARGUMENT_SPEC
 
 
@@ -129,10 +130,7 @@ def module_argument_spec():
 
 
 def main():
-    module = AnsibleModule(argument_spec=module_argument_spec(), supports_check_mode=True)
-    # Only reached when the action plugin was bypassed: the planner is controller-side code.
-    module.fail_json(msg='rolling_fleet_watch runs on the controller through its action plugin; call it as '
-                         'azure_maintenance.scheduled_events.rolling_fleet_watch in a play, not as a module file')
+    refuse_outside_the_controller('rolling_fleet_watch', module_argument_spec())
 
 
 if __name__ == '__main__':

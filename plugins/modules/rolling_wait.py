@@ -63,7 +63,9 @@ waited:
   sample: 3.412
 '''
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._controller_only import (
+    refuse_outside_the_controller,
+)
 
 
 def module_argument_spec():
@@ -74,10 +76,7 @@ def module_argument_spec():
 
 
 def main():
-    module = AnsibleModule(argument_spec=module_argument_spec(), supports_check_mode=True)
-    # Only reached when the action plugin was bypassed: waiting on a host is what this task avoids.
-    module.fail_json(msg='rolling_wait runs on the controller through its action plugin; call it as '
-                         'azure_maintenance.scheduled_events.rolling_wait in a play, not as a module file')
+    refuse_outside_the_controller('rolling_wait', module_argument_spec())
 
 
 if __name__ == '__main__':

@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -20,21 +21,6 @@ from ansible.plugins.loader import action_loader
 
 from ansible_collections.azure_maintenance.scheduled_events.plugins.action.rolling_wait import run_wait, seconds_to_wait
 from ansible_collections.azure_maintenance.scheduled_events.plugins.modules import rolling_wait
-
-
-class Clock(object):
-    """Sleeping moves it, nothing else does."""
-
-    def __init__(self):
-        self.now = 100.0
-        self.sleeps = []
-
-    def time(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 @pytest.mark.parametrize('seconds, max_seconds, expected', [
@@ -57,9 +43,11 @@ def test_the_wait_is_what_was_asked_within_zero_and_the_bound(seconds, max_secon
     (0.0, [], 0.0),
 ])
 def test_the_task_sleeps_once_and_says_how_long(seconds, sleeps, waited):
-    clock = Clock()
-    result = run_wait({'seconds': seconds, 'max_seconds': 3600.0}, clock=clock.time, sleep=clock.sleep)
-    assert clock.sleeps == sleeps
+    slept = []
+    # The clock is read before and after the wait; only sleeping moves it.
+    readings = iter([100.0, 100.0 + sum(sleeps)])
+    result = run_wait({'seconds': seconds, 'max_seconds': 3600.0}, clock=lambda: next(readings), sleep=slept.append)
+    assert slept == sleeps
     assert result == {'changed': False, 'waited': waited}
 
 
@@ -99,8 +87,10 @@ def test_the_module_file_run_on_a_host_refuses_and_says_how_to_call_it(tmp_path)
     """Only reached when the action plugin is bypassed: the module file run by hand, as a host would run it."""
     arguments = tmp_path / 'args.json'
     arguments.write_text(json.dumps({'ANSIBLE_MODULE_ARGS': {'seconds': 1}}), encoding='utf-8')
-    done = subprocess.run([sys.executable, rolling_wait.__file__, str(arguments)], capture_output=True, text=True,
-                          timeout=60, check=False)
+    # The collection importable as a host would get it (AnsiballZ packs its module_utils in).
+    env = dict(os.environ, PYTHONPATH=os.environ['ANSIBLE_COLLECTIONS_PATH'])
+    done = subprocess.run([sys.executable, '-m', rolling_wait.__name__, str(arguments)], capture_output=True,
+                          text=True, timeout=60, check=False, env=env)
     result = json.loads(done.stdout)
     assert result['failed'] is True
     assert 'runs on the controller through its action plugin' in result['msg']
