@@ -62,3 +62,22 @@ run_pytest_in_workers() {
         run_pytest "$@"
     fi
 }
+
+# write_integration_vars STAGED_COLLECTION: hand INTEGRATION_VARS
+# ("name=value ...") to every integration target. ansible-test passes the
+# collection's tests/integration/integration_config.yml to the targets as
+# extra vars, and no environment variable of ours, so they go there. The
+# staged copy is made afresh for every run, so one run's variables never
+# reach the next; a file of the collection's own is added to.
+write_integration_vars() {
+    local config="$1/tests/integration/integration_config.yml" pair
+    local -a pairs
+    read -r -a pairs <<<"${INTEGRATION_VARS:-}"
+    [[ ${#pairs[@]} -gt 0 ]] || return 0
+    [[ -e "${config}" ]] || echo "---" >"${config}"
+    for pair in "${pairs[@]}"; do
+        [[ "${pair}" =~ ^[a-z_][a-z0-9_]*=[^[:space:]]+$ ]] || die "INTEGRATION_VARS: '${pair}' is not name=value (a variable name in lower case)"
+        printf '%s: %s\n' "${pair%%=*}" "${pair#*=}" >>"${config}"
+    done
+    echo "integration: variables for every target: ${INTEGRATION_VARS}"
+}

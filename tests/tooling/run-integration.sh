@@ -55,20 +55,8 @@ if [[ ! -d "${stage}/tests/integration/targets" ]]; then
     exit 0
 fi
 
-write_integration_vars() {
-    local config="${stage}/tests/integration/integration_config.yml" pair
-    rm -f "${config}"
-    [[ -n "${INTEGRATION_VARS:-}" ]] || return 0
-    echo "---" >"${config}"
-    for pair in ${INTEGRATION_VARS}; do
-        [[ "${pair}" =~ ^[a-z_][a-z0-9_]*=.+$ ]] || die "INTEGRATION_VARS: '${pair}' is not name=value (a variable name in lower case)"
-        printf '%s: %s\n' "${pair%%=*}" "${pair#*=}" >>"${config}"
-    done
-    echo "integration: variables for every target: ${INTEGRATION_VARS}"
-}
-
 trap finish EXIT
-write_integration_vars
+write_integration_vars "${stage}"
 hold_default_ports
 cd "${stage}"
 # --local runs ansible-test and the targets with this interpreter, so it
