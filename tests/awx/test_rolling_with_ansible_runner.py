@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 
 import pytest
 
@@ -47,10 +48,20 @@ def test_runner_job_events_and_simulator_log(tmp_path, monkeypatch):
     root = str(tmp_path / 'job')
     # A loopback address of its own, so this test never meets the e2e stage.
     with RollingStage(str(tmp_path), address='127.0.0.2', with_haproxy=False) as stage:
-        steps = [step for step in maintenance_scenario() if step['label'] in ('web_ud0', 'hardware_failure')]
+        steps = dict((step['label'], step) for step in maintenance_scenario())
         extra = private_data_dir(root, stage)
-        stage.start_scenario(steps)
-        runner = ansible_runner.run(private_data_dir=root, playbook='rolling.yml', quiet=True)
+        stage.start_scenario([steps['web_ud0']])
+        jobs = []
+        player = threading.Thread(target=lambda: jobs.append(
+            ansible_runner.run(private_data_dir=root, playbook='rolling.yml', quiet=True)))
+        player.start()
+        # The hardware failure comes while the job runs, held until web_5 has
+        # read it, so the job sees it Started however long its rounds take.
+        try:
+            stage.create_held_until_read(steps['hardware_failure'], 'web_5', player.is_alive)
+        finally:
+            player.join(900)
+        runner = jobs[0]
         events = list(runner.events)
         approvals = [approval for approval in stage.control.approvals() if approval['status'] == 200]
         world_events = dict((event['id'], event) for event in stage.control.state()['events'])

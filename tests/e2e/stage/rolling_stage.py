@@ -265,6 +265,36 @@ class RollingStage:
             time.sleep(0.5)
         return False
 
+    def reads_of(self, vm_name, since=0):
+        """Sequence numbers of ``vm_name``'s Scheduled Events reads the simulator logged after ``since``."""
+        return [entry['seq'] for entry in self.control.log(since=since, vm=vm_name)
+                if entry['method'] == 'GET' and entry['path'].startswith('/metadata/scheduledevents')]
+
+    def create_held_until_read(self, step, vm_name, running, timeout=600):
+        """Once ``vm_name``'s document has been read, create ``step``'s event with the simulated clock all but
+        stopped, and let the clock go on at the stage's speed once that document has been read again (or
+        ``running()`` is false, or ``timeout`` real seconds passed).
+
+        For an event that a run must see in a given state whatever this
+        machine's speed: a hardware failure leaves 20 s after it appears
+        Started, and a round that drains and approves took longer than that on
+        a busy machine, so the run never saw it.
+        """
+        deadline = time.monotonic() + timeout
+        while running() and time.monotonic() < deadline and not self.reads_of(vm_name):
+            time.sleep(0.2)
+        self.control.set_speed(0.001)
+        try:
+            fields = dict((key, value) for key, value in step.items()
+                          if key not in ('label', 'action', 'at_seconds', 'event_type', 'resources'))
+            event_id = self.control.create_event(step['event_type'], step['resources'], **fields)
+            created = max([0] + [entry['seq'] for entry in self.control.log()])
+            while running() and time.monotonic() < deadline and not self.reads_of(vm_name, created):
+                time.sleep(0.2)
+            return event_id
+        finally:
+            self.control.set_speed(self.speed)
+
     # -- stopping -----------------------------------------------------------
     def stop(self):
         if self.load is not None:
