@@ -11,6 +11,7 @@ serves through HAProxy (backends ``web`` and ``api``).
 import json
 import os
 import sys
+import threading
 import time
 
 from .backends import BackendFleet
@@ -243,6 +244,20 @@ class RollingStage:
         code = run_streaming(command, self.ansible_env(), self.workdir, log_path, timeout=timeout, echo=echo)
         return code, log_path, time.time() - started
 
+    def run_playbook_holding_starts(self, timeout=900, **options):
+        """``run_playbook`` while ``hold_starts_until_read`` holds the clock each time events start; returns
+        the same. For runs whose checks need the run to have seen every event that started."""
+        runs = []
+        player = threading.Thread(target=lambda: runs.append(self.run_playbook(timeout=timeout, **options)))
+        player.start()
+        try:
+            self.hold_starts_until_read(player.is_alive, timeout=timeout)
+        finally:
+            player.join(timeout + 60)
+        if not runs:
+            raise RuntimeError('the rolling playbook did not end within %d s (see %s)' % (timeout, self.workdir))
+        return runs[0]
+
     # -- reading what happened ----------------------------------------------
     def latest_report(self):
         names = sorted(name for name in os.listdir(self.report_dir) if name.endswith('.json'))
@@ -283,15 +298,56 @@ class RollingStage:
         deadline = time.monotonic() + timeout
         while running() and time.monotonic() < deadline and not self.reads_of(vm_name):
             time.sleep(0.2)
+        fields = dict((key, value) for key, value in step.items()
+                      if key not in ('label', 'action', 'at_seconds', 'event_type', 'resources'))
+        created = []
+        self._hold_clock(lambda: created.append(self.control.create_event(step['event_type'], step['resources'],
+                                                                          **fields)),
+                         {'created': [vm_name]}, running, deadline)
+        return created[0]
+
+    def hold_starts_until_read(self, running, timeout=900):
+        """While ``running()`` (at most ``timeout`` real seconds): whenever events start, all but stop the
+        simulated clock until each of them has been read by one of its VMs in the inventory, then let the
+        clock go on at the stage's speed. Returns the ids of the events it held the clock for.
+
+        An event stays Started 20 s at the stage's speed, then leaves. With two
+        test runs at once on two cores, a round took longer than that, and an
+        event that comes and goes between two reads cannot be seen: the run
+        took the foreign Freeze for cancelled and never saw the hardware
+        failure. Held, what the run sees does not depend on how fast this
+        machine is.
+        """
+        managed = set(vm for vm, group, _avset, _domain, _port in self.vms if group is not None)
+        deadline = time.monotonic() + timeout
+        held = []
+        while running() and time.monotonic() < deadline:
+            starting = dict((event['id'], set(event['resources']) & managed)
+                            for event in self.control.state()['events']
+                            if event['status'] == 'Started' and event['id'] not in held)
+            starting = dict((event_id, vms) for event_id, vms in starting.items() if vms)
+            if not starting:
+                time.sleep(0.2)
+                continue
+            self._hold_clock(None, starting, running, deadline)
+            held.extend(sorted(starting))
+        return held
+
+    def _hold_clock(self, action, vms_by_key, running, deadline):
+        """With the simulated clock all but stopped: run ``action`` (if any), then wait until every entry of
+        ``vms_by_key`` (key -> VM names) has had a read by one of its VMs (or ``running()`` is false, or the
+        ``deadline`` passed); then set the stage's speed again."""
         self.control.set_speed(0.001)
         try:
-            fields = dict((key, value) for key, value in step.items()
-                          if key not in ('label', 'action', 'at_seconds', 'event_type', 'resources'))
-            event_id = self.control.create_event(step['event_type'], step['resources'], **fields)
-            created = max([0] + [entry['seq'] for entry in self.control.log()])
-            while running() and time.monotonic() < deadline and not self.reads_of(vm_name, created):
-                time.sleep(0.2)
-            return event_id
+            if action is not None:
+                action()
+            since = max([0] + [entry['seq'] for entry in self.control.log()])
+            waiting = dict(vms_by_key)
+            while waiting and running() and time.monotonic() < deadline:
+                waiting = dict((key, vms) for key, vms in waiting.items()
+                               if not any(self.reads_of(vm, since) for vm in vms))
+                if waiting:
+                    time.sleep(0.2)
         finally:
             self.control.set_speed(self.speed)
 
