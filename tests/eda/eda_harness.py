@@ -199,8 +199,12 @@ class Rulebook(object):
         inventory_path = write_yaml(os.path.join(work_dir, '%s-inventory.yml' % name), inventory)
         self.command = [rulebook_command(), '--rulebook', rulebook, '--inventory', inventory_path,
                         '--vars', vars_path, '--verbose']
+        # ansible-rulebook gives every action an ansible-runner folder in the
+        # temporary folder and leaves it there: the test's own, not $TMPDIR.
+        temporary = os.path.join(work_dir, '%s-tmp' % name)
+        os.makedirs(temporary, exist_ok=True)
         self.env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_parent, ANSIBLE_NOCOLOR='1',
-                        ANSIBLE_FORCE_COLOR='0', PYTHONUNBUFFERED='1',
+                        ANSIBLE_FORCE_COLOR='0', PYTHONUNBUFFERED='1', TMPDIR=temporary,
                         PATH=venv_bin() + os.pathsep + os.environ.get('PATH', ''))
         self.process = None
         self._output = None
