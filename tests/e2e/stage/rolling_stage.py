@@ -245,18 +245,23 @@ class RollingStage:
         return code, log_path, time.time() - started
 
     def run_playbook_holding_starts(self, timeout=900, **options):
-        """``run_playbook`` while ``hold_starts_until_read`` holds the clock each time events start; returns
-        the same. For runs whose checks need the run to have seen every event that started."""
-        runs = []
-        player = threading.Thread(target=lambda: runs.append(self.run_playbook(timeout=timeout, **options)))
+        """``run_playbook`` while the clock is held each time events start (``run_holding_starts``)."""
+        return self.run_holding_starts(lambda: self.run_playbook(timeout=timeout, **options), timeout)
+
+    def run_holding_starts(self, run, timeout=900):
+        """Call ``run`` (a playbook run, an ansible-runner job) in a thread while ``hold_starts_until_read``
+        holds the clock each time events start; return what it returned. For runs whose checks need the run
+        to have seen every event that started."""
+        results = []
+        player = threading.Thread(target=lambda: results.append(run()))
         player.start()
         try:
             self.hold_starts_until_read(player.is_alive, timeout=timeout)
         finally:
             player.join(timeout + 60)
-        if not runs:
-            raise RuntimeError('the rolling playbook did not end within %d s (see %s)' % (timeout, self.workdir))
-        return runs[0]
+        if not results:
+            raise RuntimeError('the run did not end within %d s (see %s)' % (timeout, self.workdir))
+        return results[0]
 
     # -- reading what happened ----------------------------------------------
     def latest_report(self):
@@ -285,27 +290,6 @@ class RollingStage:
         return [entry['seq'] for entry in self.control.log(since=since, vm=vm_name)
                 if entry['method'] == 'GET' and entry['path'].startswith('/metadata/scheduledevents')]
 
-    def create_held_until_read(self, step, vm_name, running, timeout=600):
-        """Once ``vm_name``'s document has been read, create ``step``'s event with the simulated clock all but
-        stopped, and let the clock go on at the stage's speed once that document has been read again (or
-        ``running()`` is false, or ``timeout`` real seconds passed).
-
-        For an event that a run must see in a given state whatever this
-        machine's speed: a hardware failure leaves 20 s after it appears
-        Started, and a round that drains and approves took longer than that on
-        a busy machine, so the run never saw it.
-        """
-        deadline = time.monotonic() + timeout
-        while running() and time.monotonic() < deadline and not self.reads_of(vm_name):
-            time.sleep(0.2)
-        fields = dict((key, value) for key, value in step.items()
-                      if key not in ('label', 'action', 'at_seconds', 'event_type', 'resources'))
-        created = []
-        self._hold_clock(lambda: created.append(self.control.create_event(step['event_type'], step['resources'],
-                                                                          **fields)),
-                         {'created': [vm_name]}, running, deadline)
-        return created[0]
-
     def hold_starts_until_read(self, running, timeout=900):
         """While ``running()`` (at most ``timeout`` real seconds): whenever events start, all but stop the
         simulated clock until each of them has been read by one of its VMs in the inventory, then let the
@@ -322,34 +306,27 @@ class RollingStage:
         deadline = time.monotonic() + timeout
         held = []
         while running() and time.monotonic() < deadline:
-            starting = dict((event['id'], set(event['resources']) & managed)
-                            for event in self.control.state()['events']
-                            if event['status'] == 'Started' and event['id'] not in held)
-            starting = dict((event_id, vms) for event_id, vms in starting.items() if vms)
+            starting = {}
+            for event in self.control.state()['events']:
+                vms = set(event['resources']) & managed
+                if event['status'] == 'Started' and event['id'] not in held and vms:
+                    starting[event['id']] = vms
             if not starting:
                 time.sleep(0.2)
                 continue
-            self._hold_clock(None, starting, running, deadline)
+            self.control.set_speed(0.001)
+            try:
+                since = max([0] + [entry['seq'] for entry in self.control.log()])
+                waiting = dict(starting)
+                while waiting and running() and time.monotonic() < deadline:
+                    waiting = dict((event_id, vms) for event_id, vms in waiting.items()
+                                   if not any(self.reads_of(vm, since) for vm in vms))
+                    if waiting:
+                        time.sleep(0.2)
+            finally:
+                self.control.set_speed(self.speed)
             held.extend(sorted(starting))
         return held
-
-    def _hold_clock(self, action, vms_by_key, running, deadline):
-        """With the simulated clock all but stopped: run ``action`` (if any), then wait until every entry of
-        ``vms_by_key`` (key -> VM names) has had a read by one of its VMs (or ``running()`` is false, or the
-        ``deadline`` passed); then set the stage's speed again."""
-        self.control.set_speed(0.001)
-        try:
-            if action is not None:
-                action()
-            since = max([0] + [entry['seq'] for entry in self.control.log()])
-            waiting = dict(vms_by_key)
-            while waiting and running() and time.monotonic() < deadline:
-                waiting = dict((key, vms) for key, vms in waiting.items()
-                               if not any(self.reads_of(vm, since) for vm in vms))
-                if waiting:
-                    time.sleep(0.2)
-        finally:
-            self.control.set_speed(self.speed)
 
     # -- stopping -----------------------------------------------------------
     def stop(self):
