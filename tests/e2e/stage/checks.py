@@ -12,8 +12,8 @@ def epoch_of(iso_text):
     return datetime.datetime.fromisoformat(iso_text.replace('Z', '+00:00')).timestamp()
 
 
-def run_scenario(workdir, drain=True, approve=True, settle_seconds=1.0, **stage_options):
-    """Run the maintenance scenario under load with the rolling playbook.
+def run_scenario(workdir, drain=True, approve=True, settle_seconds=1.0, steps=None, **stage_options):
+    """Run the maintenance scenario (or ``steps`` of it) under load with the rolling playbook.
 
     Returns a dict with the playbook's exit code, log, seconds, the load
     summary, the simulator's approvals, events and impacts, HAProxy's state
@@ -22,7 +22,7 @@ def run_scenario(workdir, drain=True, approve=True, settle_seconds=1.0, **stage_
     with RollingStage(workdir, **stage_options) as stage:
         load = stage.start_load()
         time.sleep(settle_seconds)
-        stage.start_scenario()
+        stage.start_scenario(steps)
         scenario_started = time.time()
         # Whatever this machine's speed, the run sees every event Started
         # that it should (the hardware failure, the foreign Freeze).
