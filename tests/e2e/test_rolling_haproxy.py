@@ -6,8 +6,8 @@ Ten simulated VMs in two availability sets and two inventory groups serve
 through HAProxy under a steady load while the simulator plays Freezes,
 Reboots and a Redeploy one update domain after another, a User reboot, an
 event that names a VM outside the inventory and a hardware failure. With
-draining, not one request may fail; without it, the events that start at
-once are enough to make requests fail, which shows the first test could fail.
+draining, not one request may fail; without it, the events that open the
+scenario are enough to make requests fail, which shows the first test could fail.
 """
 
 import pytest
@@ -43,7 +43,7 @@ def drained_run(require_haproxy, tmp_path_factory):
 
 @pytest.fixture(scope='module')
 def undrained_run(require_haproxy, tmp_path_factory):
-    # The events that start at once are enough to show that impacts on
+    # The events that open the scenario are enough to show that impacts on
     # undrained hosts fail requests; the update domains after them would only
     # make the run longer.
     return run_scenario(str(tmp_path_factory.mktemp('undrained')), drain=False, steps=first_impacts_scenario())

@@ -89,8 +89,10 @@ def maintenance_scenario():
 
 
 def first_impacts_scenario():
-    """The steps of the scenario that start at once: a Platform Freeze in each
-    group and the User reboot, the first impacts of a Freeze and of a restart.
+    """The steps that open the scenario, within its first 10 simulated seconds
+    and waiting for no other event: the Platform Freeze of update domain 0 in
+    each group and the User reboot, the first impacts of a Freeze and of a
+    restart.
 
     Enough to show that requests fail on hosts that are not drained, without
     the update domains that wait for each other (about two thirds of the
