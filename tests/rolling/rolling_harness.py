@@ -123,6 +123,21 @@ def linger_to_skip(events, now, impacts, last_steps, managed):
     return max(0.0, earliest - now) + LINGER_SKIP_MARGIN
 
 
+def tasks_skipped(output):
+    """``{task name: how many "skipping" lines}`` of a run's output with ANSIBLE_DISPLAY_SKIPPED_HOSTS=true.
+
+    With the linear strategy every one of them cost a worker process.
+    """
+    skipped = {}
+    task = None
+    for line in output.splitlines():
+        if line.startswith('TASK [') and ']' in line:
+            task = line[len('TASK ['):line.rindex(']')]
+        elif line.startswith('skipping: [') and task is not None:
+            skipped[task] = skipped.get(task, 0) + 1
+    return skipped
+
+
 def create_step(event_id, event_type, resources, **fields):
     """A scenario step creating one event, at once unless it waits for another's removal."""
     step = {'action': 'create_event', 'label': event_id, 'event_id': event_id, 'event_type': event_type,
@@ -174,14 +189,13 @@ class RollingWorld:
     interpreter that notes each module's name first (see ``module_runs``).
     """
 
-    def __init__(self, workdir, groups, foreign=(), speed=1.0, hanging=(), drain_seconds=0.0,
+    def __init__(self, workdir, groups, foreign=(), speed=1.0, hanging=(),
                  names_in_inventory=False, forks=20, record_modules=False, skip_linger=True):
         self.workdir = os.path.abspath(str(workdir))
         self.groups = groups
         self.foreign = list(foreign)
         self.speed = speed
         self.hanging = list(hanging)
-        self.drain_seconds = drain_seconds
         # Whether the inventory gives each host's VM name (known before it answers).
         self.names_in_inventory = names_in_inventory
         self.forks = forks
@@ -272,7 +286,6 @@ class RollingWorld:
                 'ansible_python_interpreter': sys.executable,
                 'azure_scheduled_events_endpoint': self.simulator.endpoint(vm_name),
                 'system_test_steps_dir': self.steps_dir,
-                'system_test_step_seconds': self.drain_seconds,
             }
             if self.names_in_inventory:
                 hosts[inventory_name(vm_name)]['azure_scheduled_events_resource_name'] = vm_name
