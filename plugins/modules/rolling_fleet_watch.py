@@ -29,25 +29,18 @@ description:
 author:
   - azure_maintenance.scheduled_events contributors (!UNKNOWN)
 extends_documentation_fragment:
+  - azure_maintenance.scheduled_events.controller_task
   - azure_maintenance.scheduled_events.azure_arm
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: In check mode one round is made and returned, so that the playbook can show its plan.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
   action_group:
     description: Use C(group/azure_maintenance.scheduled_events.fleet_plane) in C(module_defaults) to set defaults.
     support: full
     membership:
       - azure_maintenance.scheduled_events.fleet_plane
-  action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the
-      controller.
-    support: full
-    details: Everything runs on the controller.
 options:
   state:
     description: The planner's C(state) after the last round, or V(null) for the first round.

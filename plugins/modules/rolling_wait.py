@@ -20,19 +20,13 @@ description:
     of waiting each time), and unlike C(ansible.builtin.pause), it prints nothing, whatever the output callback.
 author:
   - azure_maintenance.scheduled_events contributors (!UNKNOWN)
+extends_documentation_fragment:
+  - azure_maintenance.scheduled_events.controller_task
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: It waits in check mode too; it changes nothing either way.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the
-      controller.
-    support: full
-    details: Everything runs on the controller.
 options:
   seconds:
     description:

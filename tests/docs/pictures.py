@@ -105,15 +105,13 @@ def sample_state(milestones, start):
 
 
 def example_report_page(controller, rolling, start=1767225600.0):
-    """Return the HTML report page of the sample run, rendered by the playbook's own template."""
-    import jinja2  # pylint: disable=import-outside-toplevel
+    """Return the HTML report page of the sample run, drawn as a run draws it (the rolling_report task's own code
+    and the playbook's template)."""
+    writer = importlib.import_module('ansible_collections.azure_maintenance.scheduled_events.plugins.action.rolling_report')
     report = rolling.build_report(sample_state(controller.MILESTONES, start), {
         'started': start, 'finished': start + 420, 'maintenance_groups': ['web', 'db'],
         'stop_reason': 'nothing pending for 60 s', 'rounds': 84, 'approve': True, 'check_mode': False})
-    with open(REPORT_TEMPLATE, encoding='utf-8') as template:
-        source = template.read()
-    environment = jinja2.Environment(autoescape=False, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
-    return environment.from_string(source).render(_rolling_report=report)
+    return writer.report_html(report, REPORT_TEMPLATE)
 
 
 def build(out_dir, collections_path=None):

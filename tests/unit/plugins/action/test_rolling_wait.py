@@ -12,15 +12,13 @@ import json
 import os
 import subprocess
 import sys
-from types import SimpleNamespace
 
 import pytest
 
-from ansible.playbook.task import Task
-from ansible.plugins.loader import action_loader
-
 from ansible_collections.azure_maintenance.scheduled_events.plugins.action.rolling_wait import run_wait, seconds_to_wait
 from ansible_collections.azure_maintenance.scheduled_events.plugins.modules import rolling_wait
+
+from controller_task_harness import controller_task
 
 
 @pytest.mark.parametrize('seconds, max_seconds, expected', [
@@ -52,12 +50,7 @@ def test_the_task_sleeps_once_and_says_how_long(seconds, sleeps, waited):
 
 
 def action(args, check_mode=False):
-    task = Task.load({'azure_maintenance.scheduled_events.rolling_wait': args})
-    task.check_mode = check_mode
-    # A connection that is never used: the task sends nothing to the host.
-    connection = SimpleNamespace(_shell=SimpleNamespace(tmpdir='/nonexistent'))
-    return action_loader.get('azure_maintenance.scheduled_events.rolling_wait', task=task, connection=connection,
-                             play_context=None, loader=None, templar=None, shared_loader_obj=None)
+    return controller_task('rolling_wait', args, check_mode)
 
 
 def test_the_action_waits_in_this_process_and_runs_no_module(monkeypatch):
