@@ -185,8 +185,9 @@ class RollingWorld:
     example ``{'scheduled_events_remote_http': 'ansible.builtin.uri'}``, and
     its ``settings`` (optional) replace its entries of rolling_group_settings
     (which otherwise use the recording task files of ``files/``).
-    With ``record_modules``, every host runs its modules through an
-    interpreter that notes each module's name first (see ``module_runs``).
+    With ``record_modules``, every host, and the controller as ``localhost``,
+    runs its modules through an interpreter that notes each module's name
+    first (see ``module_runs``).
     """
 
     def __init__(self, workdir, groups, foreign=(), speed=1.0, hanging=(),
@@ -292,6 +293,10 @@ class RollingWorld:
             if self.record_modules:
                 hosts[inventory_name(vm_name)].update(self._module_recorder(inventory_name(vm_name)))
             hosts[inventory_name(vm_name)].update(self.groups[group].get('host_vars') or {})
+        if self.record_modules:
+            # The tasks the playbook runs on the controller (delegate_to: localhost) through the recorder too.
+            inventory['all']['hosts'] = {'localhost': dict(ansible_connection='local',
+                                                           **self._module_recorder('localhost'))}
         path = os.path.join(self.workdir, 'inventory.json')
         with open(path, 'w', encoding='utf-8') as handle:
             json.dump(inventory, handle, indent=1)
