@@ -69,6 +69,12 @@ def test_four_events_at_once_are_all_handled_within_max_unavailable(tmp_path):
         assert [task for task in STEP_TASKS if task in skipped] == [], skipped
         assert 'Acknowledge the events through ARM' not in run.output
         assert skipped.get("Take the run's state from the host that keeps it") == 2, skipped
+        # Once a host's IMDS has given its VM name, its reads ask for the events only: the hosts of the Freeze,
+        # never down, asked for their identity once in the whole run.
+        for vm in ('web_0', 'web_1'):
+            paths = [entry['path'] for entry in world.control.log(since=0, vm=vm) if entry['method'] == 'GET']
+            identity = [path for path in paths if path.startswith('/metadata/instance')]
+            assert len(identity) == 1 and len(paths) - len(identity) > 3, paths
         counts = world.approvals_per_event()
         for event_id in (FREEZE_WEB_UD0, REBOOT_WEB_UD1, USER_REDEPLOY_DB0):
             assert counts.get(event_id.lower()) == 1, counts
