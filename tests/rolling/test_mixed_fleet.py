@@ -184,9 +184,12 @@ def test_a_mixed_linux_and_windows_path_fleet_with_overlapping_events(tmp_path):
         # (about a second over WinRM, several on this shared machine), and an
         # approval takes a few: a bound on one host's read or approval that
         # a busy machine cannot reach, so that the report's account of each
-        # approval does not depend on this machine's load.
+        # approval does not depend on this machine's load. Module starts are
+        # what this run costs (every request of a Windows-path host is a uri
+        # run, about 0.3 CPU-s), so its rounds are as far apart as the
+        # playbook's default makes them (5 s), not the 2 s of other scenarios.
         run = world.run_playbook_passing_notice(APPROVABLE, inventory_name('win_2'),
-                                                rolling_observe_timeout_seconds=120)
+                                                rolling_observe_timeout_seconds=120, rolling_poll_interval_seconds=5)
 
         problems = world.invariant_problems(run) + path_problems(world)
         assert problems == [], '\n'.join(problems) + '\n' + run.output[-3000:]
