@@ -17,6 +17,7 @@ import json
 import os
 import tempfile
 
+import jinja2
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.azure_maintenance.scheduled_events.plugins.modules import rolling_report
@@ -29,17 +30,15 @@ HTML_TEMPLATE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.
                              'playbooks', 'templates', 'rolling_report.html.j2')
 
 
-def report_html(report, template_path=HTML_TEMPLATE):
-    """The HTML page of ``report``, drawn by the Jinja2 template at ``template_path``.
+def report_html(report):
+    """The HTML page of ``report``, drawn by the Jinja2 template HTML_TEMPLATE.
 
     Plain Jinja2 with the options ansible.builtin.template uses by default
-    (blocks trimmed, the last newline kept, no autoescape: the template escapes what it prints from
-    the report): the page needs no Ansible filter, and this renders the same
-    way on every ansible-core version.
+    (blocks trimmed, the last newline kept, no autoescape: the template
+    escapes what it prints from the report): the page needs no Ansible
+    filter, and this renders the same way on every ansible-core version.
     """
-    import jinja2  # pylint: disable=import-outside-toplevel
-
-    with open(template_path, encoding='utf-8') as handle:
+    with open(HTML_TEMPLATE, encoding='utf-8') as handle:
         source = handle.read()
     environment = jinja2.Environment(autoescape=False, trim_blocks=True, keep_trailing_newline=True,
                                      undefined=jinja2.StrictUndefined)
@@ -66,16 +65,14 @@ def _write_atomically(path, text, mode):
         raise
 
 
-def write_report(report, folder, name, check_mode=False, template_path=HTML_TEMPLATE):
+def write_report(report, folder, name, check_mode=False):
     """The task result of rolling_report: write ``report`` as ``folder/name.json`` and ``.html``."""
     if not name or '/' in name or name in ('.', '..'):
         raise AnsibleActionFail('rolling_report: name must be a file name without a folder, got %r' % (name,))
     paths = {'json': os.path.join(folder, name + '.json'), 'html': os.path.join(folder, name + '.html')}
     # Both drawn before anything is written: a report that cannot be drawn leaves no half of it behind.
-    import jinja2  # pylint: disable=import-outside-toplevel
-
     try:
-        texts = {'json': report_json(report), 'html': report_html(report, template_path)}
+        texts = {'json': report_json(report), 'html': report_html(report)}
     except (TypeError, ValueError, jinja2.TemplateError) as exc:
         raise AnsibleActionFail('rolling_report: cannot write this report (%s); pass the result of the '
                                 'azure_maintenance.scheduled_events.rolling_report filter' % (exc,))

@@ -25,7 +25,6 @@ import subprocess
 import sys
 
 REPOSITORY_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-REPORT_TEMPLATE = os.path.join(REPOSITORY_ROOT, 'playbooks', 'templates', 'rolling_report.html.j2')
 STATE_MACHINE = 'rolling_state_machine'
 EXAMPLE_REPORT = 'example_report'
 # Stands for the '*' rows of the table: any state that is not settled.
@@ -111,7 +110,7 @@ def example_report_page(controller, rolling, start=1767225600.0):
     report = rolling.build_report(sample_state(controller.MILESTONES, start), {
         'started': start, 'finished': start + 420, 'maintenance_groups': ['web', 'db'],
         'stop_reason': 'nothing pending for 60 s', 'rounds': 84, 'approve': True, 'check_mode': False})
-    return writer.report_html(report, REPORT_TEMPLATE)
+    return writer.report_html(report)
 
 
 def build(out_dir, collections_path=None):
