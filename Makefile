@@ -15,7 +15,7 @@ SIMULATOR_ARGS ?=
 MATRIX_JOBS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help bootstrap test units simulator-tests fault-tests sanity integration system-tests fleet-tests build lint docs matrix benchmark simulator demo clean ci-fresh load-test
+.PHONY: help bootstrap test units simulator-tests fault-tests sanity integration system-tests fleet-tests build lint docs matrix benchmark simulator demo clean ci-fresh load-test cpu-profile
 
 help: ## list the targets
 	@echo "Usage: make TARGET"
@@ -32,6 +32,9 @@ ci-fresh: ## run .ci/run on a fresh clone of HEAD with an empty HOME and TMPDIR,
 
 load-test: bootstrap ## the system tests 3 times in a row while every core is kept busy (ROUNDS=n)
 	bash $(TOOLING)/run-under-load.sh
+
+cpu-profile: bootstrap ## make test with process accounting on (root): the CPU of each stage by kind of work
+	bash $(TOOLING)/cpu-profile.sh
 
 units: bootstrap ## unit tests (pytest tests/unit)
 	bash $(TOOLING)/run-units.sh

@@ -146,6 +146,8 @@ while [[ ${#pending[@]} -gt 0 || ${running} -gt 0 ]]; do
         if [[ ${running} -lt ${SLOTS} && (-z "${needed}" || -n "${ended[${needed}]:-}") ]]; then
             run_stage "${entry}" &
             stage_of_pid[$!]="${name}"
+            # For tests/tooling/cpu-profile.sh: which processes belong to which stage.
+            [[ -z "${STAGE_PIDS_FILE:-}" ]] || echo "$! ${name}" >>"${STAGE_PIDS_FILE}"
             running=$((running + 1))
         else
             waiting+=("${entry}")

@@ -25,7 +25,7 @@ STAND_IN = r'''#!/usr/bin/env bash
 set -euo pipefail
 stage="$(basename "$(dirname "${BUILD_DIR}")")"
 notes="${STAND_IN_DIR}/notes"
-{ flock 9; echo "start ${stage} ${SYSTEM_TEST_SUITES:-}" >>"${notes}"; } 9>"${notes}.lock"
+{ flock 9; echo "start ${stage} ${SYSTEM_TEST_SUITES:-}" >>"${notes}"; echo "${PPID} ${stage}" >>"${notes}.parents"; } 9>"${notes}.lock"
 for _ in $(seq 600); do
     [[ -e "${STAND_IN_DIR}/release" ]] && break
     sleep 0.05
@@ -125,6 +125,17 @@ def test_a_failing_stage_fails_the_run_after_every_other_stage_ran(tmp_path):
     assert len([note for note in notes(stand_in_dir) if note[0] == 'end']) == 16
     assert re.search(r'^  sanity +FAILED\(exit-3\)', output, re.M), output
     assert 'make test: FAILED' in output
+
+
+def test_the_pid_of_each_stage_shell_is_written_where_cpu_profile_asks(tmp_path):
+    stage_pids = tmp_path / 'stage-pids'
+    process, stand_in_dir = start_run_all(tmp_path, STAGE_PIDS_FILE=str(stage_pids))
+    _first, output = release_when_started(process, stand_in_dir, 4)
+    assert process.returncode == 0, output
+    written = sorted(stage_pids.read_text(encoding='utf-8').splitlines())
+    # The shell a stage's script runs under, once per stage.
+    parents = sorted((stand_in_dir / 'notes.parents').read_text(encoding='utf-8').splitlines())
+    assert written == parents and len(written) == 16, (written, parents)
 
 
 @pytest.mark.parametrize('slots', ['0', 'three', '-1', ' 2'])
