@@ -91,18 +91,40 @@ def kind_of(index, processes, parent_of):
     return process.command
 
 
+def stage_shells(processes, stage_pids):
+    """{index of a stage's shell: stage name}; ``stage_pids``: ``[(pid, stage name)]`` in the order they started.
+
+    Process ids wrap within a run, so two stages' shells may have had the
+    same id: the one to start first ended first. A stage's shell is a fork of
+    run-all.sh, so every one has run-all.sh's id as its parent's; a later
+    process that was given a stage shell's id has another parent.
+    """
+    names_of = collections.defaultdict(list)
+    for pid, name in stage_pids:
+        names_of[pid].append(name)
+    candidates = [index for index, process in enumerate(processes) if process.forked and process.pid in names_of]
+    if not candidates:
+        return {}
+    run_all, _count = collections.Counter(processes[index].ppid for index in candidates).most_common(1)[0]
+    shells = {}
+    for index in candidates:
+        names = names_of[processes[index].pid]
+        if processes[index].ppid == run_all and names:
+            shells[index] = names.pop(0)
+    return shells
+
+
 def breakdown(processes, stage_pids):
-    """{stage name or None: Counter(kind: CPU seconds)}; ``stage_pids``: {pid: stage name} of the stages' shells."""
+    """{stage name or None: Counter(kind: CPU seconds)}; ``stage_pids``: ``[(pid, stage name)]`` of the stages' shells."""
     parent_of = parents(processes)
+    shells = stage_shells(processes, stage_pids)
     stage_of = [None] * len(processes)
     # Parents end after their children: walk from the last process back, so
     # that each process's parent already knows its stage.
     for index in range(len(processes) - 1, -1, -1):
         parent = parent_of[index]
-        if processes[index].pid in stage_pids and processes[index].forked:
-            # A stage's shell: run-all.sh's own fork. A later process that got
-            # its id has the run-all shell's other children as parents, never it.
-            stage_of[index] = stage_pids[processes[index].pid]
+        if index in shells:
+            stage_of[index] = shells[index]
         elif parent is not None:
             stage_of[index] = stage_of[parent]
     result = collections.defaultdict(collections.Counter)
@@ -128,12 +150,13 @@ def report(result, top=6):
 
 
 def read_stage_pids(path):
-    stage_pids = {}
+    """``[(pid, stage name)]`` from run-all.sh's "pid name" lines, in the order the stages started."""
+    stage_pids = []
     with open(path, encoding='utf-8') as handle:
         for line in handle:
             pid, _separator, name = line.strip().partition(' ')
             if pid.isdigit() and name:
-                stage_pids[int(pid)] = name
+                stage_pids.append((int(pid), name))
     return stage_pids
 
 

@@ -14,7 +14,7 @@ def line(command, pid, ppid, cpu_seconds, forked=False):
 
 # In the order processes end: a child before its parent. Process ids wrap:
 # 201 is the rolling stage's shell, then, once that stage has ended, a
-# pytest process of the sanity stage.
+# pytest process of the sanity stage, then the units stage's shell.
 RUN = [
     # rolling stage (shell 201): the script, ansible-playbook, a worker, the module it ran through /bin/sh.
     line('python', 210, 205, 0.25),
@@ -30,12 +30,15 @@ RUN = [
     line('python', 231, 230, 1.5),
     line('bash', 230, 222, 0.0, forked=True),
     line('python', 201, 222, 30.0),
+    # units stage (shell 201 again).
+    line('python', 240, 201, 2.0),
+    line('bash', 201, 100, 0.0, forked=True),
     line('bash', 222, 220, 0.2),
     line('bash', 220, 100, 0.0, forked=True),
     line('bash', 100, 99, 0.3),
     'not a line of dump-acct',
 ]
-STAGES = {201: 'rolling', 220: 'sanity'}
+STAGES = [(201, 'rolling'), (220, 'sanity'), (201, 'units')]
 
 
 def test_every_process_goes_to_its_stage_and_kind():
@@ -45,6 +48,7 @@ def test_every_process_goes_to_its_stage_and_kind():
                                        'ansible-playbook': 5.0, 'bash': 0.1}
     # The reused id 201 is sanity's pytest, not the rolling stage's shell.
     assert dict(result['sanity']) == {'python': 31.5, 'bash': 0.2}
+    assert dict(result['units']) == {'python': 2.0, 'bash': 0.0}
     assert dict(result[None]) == {'python': 7.0, 'bash': 0.3}
 
 
@@ -64,5 +68,5 @@ def test_the_report_lists_stages_by_cpu_then_the_totals():
     lines = text.splitlines()
     assert lines[0].split()[:3] == ['31.7', 'CPU-s', 'sanity']
     assert 'left its stage' in lines[1] and lines[2].split()[:3] == ['5.4', 'CPU-s', 'rolling']
-    assert lines[-1].split() == ['44.4', 'CPU-s', 'in', 'all']
+    assert lines[-1].split() == ['46.4', 'CPU-s', 'in', 'all']
     assert '    0.2 CPU-s  module run' in text
