@@ -17,6 +17,7 @@ them with the simulator's own approval and impact logs.
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -121,6 +122,81 @@ def linger_to_skip(events, now, impacts, last_steps, managed):
                 return None
     earliest = min(parse_iso(event['removes_at']) for event in visible)
     return max(0.0, earliest - now) + LINGER_SKIP_MARGIN
+
+
+# Event types whose impact restarts the VM: it answers nothing until the impact ends.
+RESTARTING_EVENT_TYPES = ('Reboot', 'Redeploy')
+# How far past the end of a restart skip a Scheduled event's NotBefore or a
+# scenario step must be (simulated seconds): the run keeps its time to act.
+RESTART_SKIP_CLEARANCE = 60.0
+# The playbook's round message naming the hosts whose read failed.
+NO_ANSWER = re.compile(r'round \d+, no answer from ([\w.-]+(?:, [\w.-]+)*)')
+
+
+def hosts_without_answer(lines):
+    """Inventory hosts a round of the playbook's output says did not answer (the default callback's messages)."""
+    hosts = set()
+    for line in lines:
+        match = NO_ANSWER.search(line)
+        if match:
+            hosts.update(match.group(1).split(', '))
+    return hosts
+
+
+def restart_to_skip(events, now, seen_down, last_steps, managed, due=()):
+    """Simulated seconds that take the clock just past the earliest end of a restart a round has seen, or None.
+
+    A Reboot or Redeploy keeps its VM down for its whole impact, long enough
+    for a round to see it down even on a busy machine; once a round has (the
+    planner notes that the restart began) and the host is drained, the rounds
+    until the VM answers again only read that it does not. The jump skips
+    them. Any impact whose hosts are not all drained, or a restart no round
+    has seen yet, keeps the clock as it is; so does a removal within the jump
+    (it may create the next update domain's event), and a NotBefore or a
+    scenario step within RESTART_SKIP_CLEARANCE after it, which would leave
+    the run less time to act. Everything later merely comes sooner, as if
+    the rounds had been slow.
+
+    ``events``: the simulator's events; ``now``: its clock (epoch);
+    ``seen_down``: the inventory hosts a round has said did not answer since
+    their VM's current impact began; ``last_steps``: ``{inventory
+    host: its last recorded step}``; ``managed``: ``{vm name: inventory
+    host}``; ``due``: epochs of scenario steps still to come.
+    """
+    visible = [event for event in events if event['status'] in ('Scheduled', 'Started')]
+    in_impact = [event for event in visible if event['status'] == 'Started' and event.get('impact_ends_at')
+                 and parse_iso(event['impact_ends_at']) > now]
+    restarts = [event for event in in_impact if event['type'] in RESTARTING_EVENT_TYPES]
+    if not restarts:
+        return None
+    for event in in_impact:
+        for vm_name in event['resources']:
+            host = managed.get(vm_name)
+            if host is None or last_steps.get(host) != 'drain':
+                return None
+            if event in restarts and host not in seen_down:
+                return None
+    jump = min(parse_iso(event['impact_ends_at']) for event in restarts) - now + LINGER_SKIP_MARGIN
+    horizon = now + jump + RESTART_SKIP_CLEARANCE
+    for event in visible:
+        if event['status'] == 'Scheduled':
+            if not event.get('not_before') or parse_iso(event['not_before']) <= horizon:
+                return None
+        elif parse_iso(event['removes_at']) <= now + jump + LINGER_SKIP_MARGIN:
+            return None
+    if any(moment <= horizon for moment in due):
+        return None
+    return jump
+
+
+def scenario_steps_due(scenario):
+    """Epochs of the scenario's steps still to come at a time of their own (those that wait for a removal
+    come after one, which restart_to_skip keeps clear of)."""
+    if not scenario or not scenario.get('started_at'):
+        return []
+    started = parse_iso(scenario['started_at'])
+    return [started + step['at_seconds'] for step in scenario.get('steps', [])
+            if not step['done'] and step.get('at_seconds') is not None]
 
 
 def tasks_skipped(output):
@@ -395,7 +471,7 @@ class RollingWorld:
         finished_running = threading.Event()
         skipper = None
         if self.skip_linger:
-            skipper = threading.Thread(target=self._skip_lingering, args=(finished_running, timeout))
+            skipper = threading.Thread(target=self._skip_lingering, args=(finished_running, timeout, log_path))
             skipper.start()
         try:
             returncode = run_streaming(command, run_env, self.workdir, log_path, timeout=timeout, echo=echo)
@@ -414,16 +490,49 @@ class RollingWorld:
                 report = json.load(handle)
         return PlaybookRun(returncode, ''.join(lines), report, finished - started, started, finished)
 
-    def _skip_lingering(self, finished_running, timeout):
-        """While a run goes on, move the clock past lingering events the run is done with (linger_to_skip)."""
+    def _skip_lingering(self, finished_running, timeout, log_path):
+        """While a run goes on, move the clock past what the run only waits for: lingering events it is done
+        with (linger_to_skip) and the rest of restarts a round has seen (restart_to_skip)."""
         managed = self.managed_hosts()
         deadline = time.monotonic() + timeout
+        said_down = {}
+        read_up_to = 0
         while not finished_running.wait(0.5) and time.monotonic() < deadline:
+            read_up_to = self._note_hosts_without_answer(log_path, read_up_to, said_down)
             last_steps = dict((host, entries[-1][1]) for host, entries in self.steps().items() if entries)
-            seconds = linger_to_skip(self.control.events(), self.control.clock()['epoch'], self.impacts(),
-                                     last_steps, managed)
+            state = self.control.state()
+            events, now = state['events'], state['clock']['epoch']
+            seconds = linger_to_skip(events, now, self.impacts(), last_steps, managed)
+            if seconds is None:
+                seconds = restart_to_skip(events, now, self._seen_down_since_impact(said_down, managed),
+                                          last_steps, managed, due=scenario_steps_due(state.get('scenario')))
             if seconds is not None:
                 self.control.advance_clock(seconds)
+
+    @staticmethod
+    def _note_hosts_without_answer(log_path, offset, said_down):
+        """Note (in ``said_down``: host -> real time) the hosts the run's new complete lines say did not
+        answer; returns the offset read up to."""
+        try:
+            with open(log_path, 'rb') as handle:
+                handle.seek(offset)
+                data = handle.read()
+        except OSError:
+            return offset
+        complete = data[:data.rfind(b'\n') + 1]
+        now = time.time()
+        for host in hosts_without_answer(complete.decode('utf-8', 'replace').splitlines()):
+            said_down[host] = now
+        return offset + len(complete)
+
+    def _seen_down_since_impact(self, said_down, managed):
+        """The hosts a round said did not answer after their VM's latest impact began."""
+        began = {}
+        for start, _end, vm_name, _event_id in self.impacts():
+            host = managed.get(vm_name)
+            if host is not None and start is not None:
+                began[host] = max(began.get(host, start), start)
+        return set(host for host, at in said_down.items() if host in began and at > began[host])
 
     def run_playbook_passing_notice(self, approvable, drained_host, timeout=1500, **overrides):
         """Run the playbook; once every event of ``approvable`` is approved and ``drained_host`` drained (its

@@ -1,6 +1,7 @@
 # Copyright (c) azure_maintenance.scheduled_events contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""When the rolling harness may move the simulated clock past the time handled events stay in the document."""
+"""When the rolling harness may move the simulated clock: past the time handled events stay in the document, and past
+the rest of a restart a round has seen."""
 
 import os
 import sys
@@ -12,16 +13,18 @@ ROLLING_TESTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname
 if ROLLING_TESTS_DIR not in sys.path:
     sys.path.insert(0, ROLLING_TESTS_DIR)
 
-from rolling_harness import LINGER_SKIP_MARGIN, linger_to_skip  # noqa: E402 pylint: disable=wrong-import-position
+from rolling_harness import (  # noqa: E402 pylint: disable=wrong-import-position
+    LINGER_SKIP_MARGIN, hosts_without_answer, linger_to_skip, restart_to_skip, scenario_steps_due)
 from imds_simulator.clock import format_iso  # noqa: E402 pylint: disable=wrong-import-position,wrong-import-order
 
 NOW = 1_000_000.0
 MANAGED = {'web_0': 'host-web-0', 'web_1': 'host-web-1', 'spot_0': 'host-spot-0'}
 
 
-def event(status='Started', kind='Freeze', resources=('web_0',), impact_ends=-5.0, removes=30.0):
+def event(status='Started', kind='Freeze', resources=('web_0',), impact_ends=-5.0, removes=30.0, not_before=None):
     return {'id': 'E-%s-%s' % (kind, '-'.join(resources)), 'status': status, 'type': kind,
-            'resources': list(resources), 'impact_ends_at': format_iso(NOW + impact_ends), 'removes_at': format_iso(NOW + removes)}
+            'resources': list(resources), 'impact_ends_at': format_iso(NOW + impact_ends), 'removes_at': format_iso(NOW + removes),
+            'not_before': None if not_before is None else format_iso(NOW + not_before)}
 
 
 ENDED = [(1.0, 2.0, 'web_0', 'e')]
@@ -59,3 +62,61 @@ def test_linger_to_skip(events, impacts, last_steps, expected):
         assert seconds is None
     else:
         assert seconds == pytest.approx(expected + LINGER_SKIP_MARGIN, abs=0.01)
+
+
+def restart(resources=('web_0',), impact_ends=15.0, kind='Reboot'):
+    return event(kind=kind, resources=resources, impact_ends=impact_ends, removes=600.0)
+
+
+DRAINED = {'host-web-0': 'drain', 'host-web-1': 'drain'}
+SEEN = {'host-web-0', 'host-web-1'}
+
+
+@pytest.mark.parametrize('events, seen_down, last_steps, due, expected', [
+    # A round saw the drained host down: jump to just past the end of its restart.
+    ([restart()], SEEN, DRAINED, (), 15.0),
+    ([restart(kind='Redeploy')], SEEN, DRAINED, (), 15.0),
+    # Two restarts: only as far as the first to end.
+    ([restart(impact_ends=40.0), restart(resources=('web_1',), impact_ends=10.0)], SEEN, DRAINED, (), 10.0),
+    # No round has said the host is down yet (the planner has not seen the restart begin).
+    ([restart()], {'host-web-1'}, DRAINED, (), None),
+    ([restart(resources=('web_0', 'web_1'))], {'host-web-0'}, DRAINED, (), None),
+    # The host is not drained (an impact the run may be asked about), or not in the inventory.
+    ([restart()], SEEN, {'host-web-0': 'undrain'}, (), None),
+    ([restart()], SEEN, {}, (), None),
+    ([restart(resources=('web_0', 'partner_0'))], SEEN, DRAINED, (), None),
+    # Another impact on a host that is not drained keeps the clock too; one on a drained host does not.
+    ([restart(), event(resources=('web_1',), impact_ends=5.0)], SEEN, {'host-web-0': 'drain'}, (), None),
+    ([restart(), event(resources=('web_1',), impact_ends=5.0, removes=600.0)], SEEN, DRAINED, (), 15.0),
+    # No restart in progress: a Freeze's impact ends on its own, and an ended restart has nothing to skip.
+    ([event(impact_ends=5.0, removes=600.0)], SEEN, DRAINED, (), None),
+    ([restart(impact_ends=-1.0)], SEEN, DRAINED, (), None),
+    # A NotBefore or a scenario step within the clearance after the jump; a removal within the jump.
+    ([restart(), event(status='Scheduled', resources=('web_1',), not_before=70.0)], SEEN, DRAINED, (), None),
+    ([restart(), event(status='Scheduled', resources=('web_1',), not_before=900.0)], SEEN, DRAINED, (), 15.0),
+    ([restart(), event(status='Scheduled', resources=('web_1',))], SEEN, DRAINED, (), None),
+    ([restart(), event(resources=('web_1',), removes=15.0)], SEEN, DRAINED, (), None),
+    ([restart(), event(resources=('web_1',), removes=50.0)], SEEN, DRAINED, (), 15.0),
+    ([restart()], SEEN, DRAINED, (NOW + 70.0,), None),
+    ([restart()], SEEN, DRAINED, (NOW + 900.0,), 15.0),
+])
+def test_restart_to_skip(events, seen_down, last_steps, due, expected):
+    seconds = restart_to_skip(events, NOW, seen_down, last_steps, MANAGED, due=due)
+    if expected is None:
+        assert seconds is None
+    else:
+        assert seconds == pytest.approx(expected + LINGER_SKIP_MARGIN, abs=0.01)
+
+
+def test_the_hosts_a_round_says_did_not_answer():
+    lines = ['    "msg": [', '        "round 3, no answer from host-db-0, host_web.1",', '        "round 4",',
+             '        "round 5, no answer from host-web-2"', 'no answer from host-x']
+    assert hosts_without_answer(lines) == {'host-db-0', 'host_web.1', 'host-web-2'}
+
+
+def test_the_scenario_steps_still_to_come_at_a_time_of_their_own():
+    scenario = {'started_at': format_iso(NOW), 'steps': [
+        {'done': True, 'at_seconds': 0}, {'done': False, 'at_seconds': 60},
+        {'done': False, 'at_seconds': None, 'after_removed': 'first'}]}
+    assert scenario_steps_due(scenario) == [pytest.approx(NOW + 60)]
+    assert scenario_steps_due(None) == []
