@@ -18,7 +18,8 @@ whose shell it descends from and says what kind of work it was:
 
 Processes that left their stage's process tree (the simulators and daemons
 that detach) are counted apart: the stage summary of run-all.sh does not see
-them either.
+them either. The kernel counts in ticks of 10 ms, rounded down per process,
+so short processes (workers, shells) are counted low.
 
 Usage: cpu_breakdown.py --stages STAGE_PIDS PACCT   (STAGE_PIDS: "pid name" lines)
 """
