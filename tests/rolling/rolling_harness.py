@@ -189,6 +189,17 @@ def restart_to_skip(events, now, seen_down, last_steps, managed, due=()):
     return jump
 
 
+def seen_down_since_impact(said_down, impacts, managed):
+    """The hosts a round said did not answer (``said_down``: host -> real time) after their VM's latest impact
+    began (``impacts`` as RollingWorld.impacts gives them)."""
+    began = {}
+    for start, _end, vm_name, _event_id in impacts:
+        host = managed.get(vm_name)
+        if host is not None and start is not None:
+            began[host] = max(began.get(host, start), start)
+    return set(host for host, at in said_down.items() if host in began and at > began[host])
+
+
 def scenario_steps_due(scenario):
     """Epochs of the scenario's steps still to come at a time of their own (those that wait for a removal
     come after one, which restart_to_skip keeps clear of)."""
@@ -502,9 +513,10 @@ class RollingWorld:
             last_steps = dict((host, entries[-1][1]) for host, entries in self.steps().items() if entries)
             state = self.control.state()
             events, now = state['events'], state['clock']['epoch']
-            seconds = linger_to_skip(events, now, self.impacts(), last_steps, managed)
+            impacts = self.impacts()
+            seconds = linger_to_skip(events, now, impacts, last_steps, managed)
             if seconds is None:
-                seconds = restart_to_skip(events, now, self._seen_down_since_impact(said_down, managed),
+                seconds = restart_to_skip(events, now, seen_down_since_impact(said_down, impacts, managed),
                                           last_steps, managed, due=scenario_steps_due(state.get('scenario')))
             if seconds is not None:
                 self.control.advance_clock(seconds)
@@ -524,15 +536,6 @@ class RollingWorld:
         for host in hosts_without_answer(complete.decode('utf-8', 'replace').splitlines()):
             said_down[host] = now
         return offset + len(complete)
-
-    def _seen_down_since_impact(self, said_down, managed):
-        """The hosts a round said did not answer after their VM's latest impact began."""
-        began = {}
-        for start, _end, vm_name, _event_id in self.impacts():
-            host = managed.get(vm_name)
-            if host is not None and start is not None:
-                began[host] = max(began.get(host, start), start)
-        return set(host for host, at in said_down.items() if host in began and at > began[host])
 
     def run_playbook_passing_notice(self, approvable, drained_host, timeout=1500, **overrides):
         """Run the playbook; once every event of ``approvable`` is approved and ``drained_host`` drained (its
