@@ -15,10 +15,21 @@ __metaclass__ = type
 
 import time
 
+from ansible_collections.azure_maintenance.scheduled_events.plugins.filter import rolling as rolling_filters
+from ansible_collections.azure_maintenance.scheduled_events.plugins.filter import rolling_fleet as rolling_fleet_filters
 from ansible_collections.azure_maintenance.scheduled_events.plugins.modules import rolling_wait
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._controller_action import (
     ControllerAction,
 )
+
+# Not used here: loaded with this plugin so that the workers of the rounds
+# find the rolling filters loaded. ansible-core loads the class of a task's
+# action in its main process before it forks the task's workers (it reads
+# BYPASS_HOST_LOOP), and keeps no bytecode of a collection's code: a worker
+# that has to import the filters compiles them from source, about 30 ms of
+# CPU in each of the two or three tasks that plan a round. Once the first
+# round has waited, every later worker is a fork that has them.
+LOADED_FOR_THE_ROUNDS = (rolling_filters, rolling_fleet_filters)
 
 
 def seconds_to_wait(seconds, max_seconds):

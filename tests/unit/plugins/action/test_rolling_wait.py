@@ -87,3 +87,16 @@ def test_the_module_file_run_on_a_host_refuses_and_says_how_to_call_it(tmp_path)
     result = json.loads(done.stdout)
     assert result['failed'] is True
     assert 'runs on the controller through its action plugin' in result['msg']
+
+
+def test_loading_the_plugin_loads_the_rolling_filters_for_the_workers_forked_after_it():
+    """ansible-core loads the action's class in its main process; the rounds' workers fork from it with the filters."""
+    collection = 'ansible_collections.azure_maintenance.scheduled_events.plugins'
+    script = (
+        'import json, sys; import {collection}.action.rolling_wait; '
+        'print(json.dumps(sorted(name for name in sys.modules if name.startswith("{collection}.filter."))))'
+    ).format(collection=collection)
+    env = dict(os.environ, PYTHONPATH=os.environ['ANSIBLE_COLLECTIONS_PATH'])
+    done = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True, timeout=60, check=True,
+                          env=env)
+    assert json.loads(done.stdout) == [collection + '.filter.rolling', collection + '.filter.rolling_fleet']
