@@ -12,7 +12,14 @@ import sys
 
 import pytest
 
-from stage.rolling_stage import FREEZE_WEB_UD0, HARDWARE_FAILURE, RollingStage, collections_path, maintenance_scenario
+from stage.rolling_stage import (
+    ANSIBLE_TEST_CONFIG,
+    FREEZE_WEB_UD0,
+    HARDWARE_FAILURE,
+    RollingStage,
+    collections_path,
+    maintenance_scenario,
+)
 
 ansible_runner = pytest.importorskip('ansible_runner')
 
@@ -33,8 +40,8 @@ def private_data_dir(root, stage):
     extra = stage.extra_vars(rolling_settle_seconds=3)
     with open(os.path.join(root, 'env', 'extravars'), 'w') as handle:
         json.dump(extra, handle)
-    envvars = {'ANSIBLE_COLLECTIONS_PATH': collections_path(root), 'ANSIBLE_FORKS': '16',
-               'ANSIBLE_HOST_KEY_CHECKING': 'False', 'ANSIBLE_PYTHON_INTERPRETER': sys.executable}
+    envvars = {'ANSIBLE_CONFIG': ANSIBLE_TEST_CONFIG, 'ANSIBLE_COLLECTIONS_PATH': collections_path(root),
+               'ANSIBLE_FORKS': '16', 'ANSIBLE_HOST_KEY_CHECKING': 'False', 'ANSIBLE_PYTHON_INTERPRETER': sys.executable}
     with open(os.path.join(root, 'env', 'envvars'), 'w') as handle:
         json.dump(envvars, handle)
     with open(os.path.join(root, 'env', 'settings'), 'w') as handle:

@@ -20,6 +20,8 @@ import yaml
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOURCE_FQCN = 'azure_maintenance.scheduled_events.scheduled_events'
 JAVA_PACKAGE = 'openjdk-17-jre-headless'
+# The ansible settings every ansible run of the tests shares: see its comments.
+ANSIBLE_TEST_CONFIG = os.path.join(REPO_ROOT, 'tests', 'integration', 'integration.cfg')
 
 sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'simulator'))
 from imds_simulator.process import SimulatorProcess, SimulatorStartError  # noqa: E402  pylint: disable=wrong-import-position
@@ -203,8 +205,8 @@ class Rulebook(object):
         # temporary folder and leaves it there: the test's own, not $TMPDIR.
         temporary = os.path.join(work_dir, '%s-tmp' % name)
         os.makedirs(temporary, exist_ok=True)
-        self.env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_parent, ANSIBLE_NOCOLOR='1',
-                        ANSIBLE_FORCE_COLOR='0', PYTHONUNBUFFERED='1', TMPDIR=temporary,
+        self.env = dict(os.environ, ANSIBLE_CONFIG=ANSIBLE_TEST_CONFIG, ANSIBLE_COLLECTIONS_PATH=collections_parent,
+                        ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0', PYTHONUNBUFFERED='1', TMPDIR=temporary,
                         PATH=venv_bin() + os.pathsep + os.environ.get('PATH', ''))
         self.process = None
         self._output = None

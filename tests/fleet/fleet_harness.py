@@ -15,6 +15,8 @@ import sys
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIMULATOR_DIR = os.path.join(REPO_ROOT, 'tests', 'simulator')
+# The ansible settings every ansible run of the tests shares: see its comments.
+ANSIBLE_TEST_CONFIG = os.path.join(REPO_ROOT, 'tests', 'integration', 'integration.cfg')
 if SIMULATOR_DIR not in sys.path:
     sys.path.insert(0, SIMULATOR_DIR)
 
@@ -79,8 +81,8 @@ class FleetWorld:
 
     def ansible_env(self):
         """The environment of an ansible or ansible-playbook run: this collection, and every folder in the test's."""
-        return dict(os.environ, ANSIBLE_COLLECTIONS_PATH=self.collections, ANSIBLE_STDOUT_CALLBACK='minimal',
-                    ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='0',
+        return dict(os.environ, ANSIBLE_CONFIG=ANSIBLE_TEST_CONFIG, ANSIBLE_COLLECTIONS_PATH=self.collections,
+                    ANSIBLE_STDOUT_CALLBACK='minimal', ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='0',
                     ANSIBLE_INVENTORY_UNPARSED_WARNING='0', ANSIBLE_HOME=os.path.join(self.work_dir, 'ansible-home'),
                     ANSIBLE_LOCAL_TEMP=os.path.join(self.work_dir, 'ansible-tmp'))
 

@@ -29,6 +29,9 @@ COLLECTION_ROOT = os.path.dirname(os.path.dirname(HERE))
 SIMULATOR_DIR = os.path.join(COLLECTION_ROOT, 'tests', 'simulator')
 PLAYBOOK = 'azure_maintenance.scheduled_events.rolling_maintenance'
 FILES = os.path.join(HERE, 'files')
+# The ansible settings every ansible run of the tests shares (the file
+# ansible-test reads for the integration targets): see its comments.
+ANSIBLE_TEST_CONFIG = os.path.join(COLLECTION_ROOT, 'tests', 'integration', 'integration.cfg')
 
 if SIMULATOR_DIR not in sys.path:
     sys.path.insert(0, SIMULATOR_DIR)
@@ -449,7 +452,8 @@ class RollingWorld:
 
     def ansible_env(self):
         env = dict(os.environ)
-        env.update(ANSIBLE_COLLECTIONS_PATH=collections_path(self.workdir), ANSIBLE_FORKS=str(self.forks),
+        env.update(ANSIBLE_CONFIG=ANSIBLE_TEST_CONFIG,
+                   ANSIBLE_COLLECTIONS_PATH=collections_path(self.workdir), ANSIBLE_FORKS=str(self.forks),
                    ANSIBLE_HOST_KEY_CHECKING='False', ANSIBLE_NOCOLOR='1', ANSIBLE_RETRY_FILES_ENABLED='False',
                    ANSIBLE_LOCALHOST_WARNING='False', ANSIBLE_DEPRECATION_WARNINGS='False',
                    ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_DISPLAY_OK_HOSTS='false',

@@ -29,7 +29,7 @@ if SIMULATOR_DIR not in sys.path:
 ROLLING_TESTS_DIR = os.path.join(COLLECTION_ROOT, 'tests', 'rolling')
 if ROLLING_TESTS_DIR not in sys.path:
     sys.path.insert(0, ROLLING_TESTS_DIR)
-from rolling_harness import collections_path, run_streaming  # noqa: E402 pylint: disable=wrong-import-position
+from rolling_harness import ANSIBLE_TEST_CONFIG, collections_path, run_streaming  # noqa: E402 pylint: disable=wrong-import-position
 from imds_simulator.process import SimulatorProcess  # noqa: E402 pylint: disable=wrong-import-position
 
 GROUPS = {
@@ -234,7 +234,8 @@ class RollingStage:
 
     def ansible_env(self):
         env = dict(os.environ)
-        env.update(ANSIBLE_COLLECTIONS_PATH=collections_path(self.workdir), ANSIBLE_FORKS='16',
+        env.update(ANSIBLE_CONFIG=ANSIBLE_TEST_CONFIG,
+                   ANSIBLE_COLLECTIONS_PATH=collections_path(self.workdir), ANSIBLE_FORKS='16',
                    ANSIBLE_HOST_KEY_CHECKING='False', ANSIBLE_NOCOLOR='1', ANSIBLE_RETRY_FILES_ENABLED='False',
                    ANSIBLE_LOCALHOST_WARNING='False', ANSIBLE_DEPRECATION_WARNINGS='False',
                    ANSIBLE_PYTHON_INTERPRETER=sys.executable)
