@@ -7,6 +7,7 @@ context manager that started it, by its own pid or process group.
 """
 
 import datetime
+import getpass
 import os
 import re
 import shutil
@@ -20,6 +21,7 @@ import yaml
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOURCE_FQCN = 'azure_maintenance.scheduled_events.scheduled_events'
 JAVA_PACKAGE = 'openjdk-17-jre-headless'
+NO_JVM_PERF_DATA = '-XX:-UsePerfData'
 # The ansible settings every ansible run of the tests shares: see its comments.
 ANSIBLE_TEST_CONFIG = os.path.join(REPO_ROOT, 'tests', 'integration', 'integration.cfg')
 
@@ -45,11 +47,18 @@ def wait_until(predicate, timeout, what, interval=0.1):
 
 # --- prerequisites -------------------------------------------------------------------------------------------
 
+def without_jvm_perf_data(env):
+    """``env`` for a JVM that keeps no performance data: a JVM keeps it in /tmp/hsperfdata_<user>/<pid>
+    whatever TMPDIR says, and leaves that folder behind; the tests need none of it."""
+    return dict(env, JAVA_TOOL_OPTIONS=(env.get('JAVA_TOOL_OPTIONS', '') + ' ' + NO_JVM_PERF_DATA).strip())
+
+
 def java_works():
     java = os.path.join(os.environ['JAVA_HOME'], 'bin', 'java') if os.environ.get('JAVA_HOME') else shutil.which('java')
     if not java:
         return False
-    result = subprocess.run([java, '-version'], capture_output=True, text=True, timeout=60, check=False)
+    result = subprocess.run([java, '-version'], capture_output=True, text=True, timeout=60, check=False,
+                            env=without_jvm_perf_data(os.environ))
     match = re.search(r'version "(\d+)', result.stderr)
     return result.returncode == 0 and match is not None and int(match.group(1)) >= 17
 
@@ -205,9 +214,10 @@ class Rulebook(object):
         # temporary folder and leaves it there: the test's own, not $TMPDIR.
         temporary = os.path.join(work_dir, '%s-tmp' % name)
         os.makedirs(temporary, exist_ok=True)
-        self.env = dict(os.environ, ANSIBLE_CONFIG=ANSIBLE_TEST_CONFIG, ANSIBLE_COLLECTIONS_PATH=collections_parent,
-                        ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0', PYTHONUNBUFFERED='1', TMPDIR=temporary,
-                        PATH=venv_bin() + os.pathsep + os.environ.get('PATH', ''))
+        self.env = without_jvm_perf_data(dict(
+            os.environ, ANSIBLE_CONFIG=ANSIBLE_TEST_CONFIG, ANSIBLE_COLLECTIONS_PATH=collections_parent,
+            ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0', PYTHONUNBUFFERED='1', TMPDIR=temporary,
+            PATH=venv_bin() + os.pathsep + os.environ.get('PATH', '')))
         self.process = None
         self._output = None
         self.returncode = None
@@ -222,6 +232,10 @@ class Rulebook(object):
     def output(self):
         with open(self.output_path, encoding='utf-8', errors='replace') as handle:
             return handle.read()
+
+    def jvm_perf_data_path(self):
+        """Where the JVM of the running ansible-rulebook would keep its performance data (hard-wired to /tmp)."""
+        return os.path.join('/tmp', 'hsperfdata_' + getpass.getuser(), str(self.process.pid))
 
     def check_running(self):
         if self.process.poll() is not None:

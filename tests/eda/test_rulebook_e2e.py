@@ -76,6 +76,8 @@ def test_user_events_are_approved_by_their_leader_and_platform_events_are_not(e2
     user_reboot, platform_freeze = new_event_id(), new_event_id()
     with start_rulebook(e2e, 'azure_maintenance.scheduled_events.approve_user_events', {}, hosts, 'approve') as rulebook:
         wait_for_polling(rulebook, simulator)
+        # Its JVM writes nothing outside the test's folders (such a file stays while the JVM runs).
+        assert not os.path.exists(rulebook.jvm_perf_data_path())
         simulator.control.create_event('Freeze', ['WestNO_0', 'WestNO_1'], event_id=platform_freeze,
                                        event_source='Platform')
         # Both VMs, WestNO_1 first: the playbook runs on both hosts, and only the leader approves.
