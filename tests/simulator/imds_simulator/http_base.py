@@ -65,7 +65,9 @@ class LoopbackHTTPServer(ThreadingHTTPServer):
                     self._handle_request_noblock()
 
     def close_all(self):
-        """Stop serving and drop every connection (keep-alive ones too)."""
+        """Stop serving and drop every connection (keep-alive ones too); once closed, a no-op."""
+        if self._wake_writer.fileno() == -1:
+            return
         self._wake_writer.send(b'x')
         if self.thread is not None:
             self.thread.join(timeout=_STOP_SECONDS)

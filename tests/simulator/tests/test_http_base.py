@@ -35,6 +35,7 @@ def test_a_listener_waits_without_a_timeout_and_close_all_stops_it(monkeypatch):
         assert connection.getresponse().read() == b'{"hello": true}'
     finally:
         server.close_all()
+    server.close_all()
     # No wait with a timeout: an idle listener never wakes up by itself.
     assert _RecordingSelector.timeouts and set(_RecordingSelector.timeouts) == {None}
     assert not server.thread.is_alive()
