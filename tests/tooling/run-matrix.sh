@@ -75,7 +75,7 @@ prepare_core_venv() {
     venv="$(core_venv "${core}")"
     prepare_tool_venv "${venv}" "ansible-core ${core}" "ansible-core==${core}.*" -r "${MATRIX_REQUIREMENTS}"
     # ansible-test bootstraps pip into its own venvs from this cache (see the script); quick when seeded.
-    "${venv}/bin/python" "${TOOLING_DIR}/seed_ansible_test_pip.py"
+    "${venv}/bin/python" "${TOOLING_DIR}/seed_ansible_test_pip.py" --pip-python "${VENV_PYTHON}"
 }
 
 # The installed core must be the wanted minor, accept this Python as a controller, and

@@ -90,13 +90,13 @@ def install_replacement_script(target: str) -> bool:
     return True
 
 
-def download_pip_wheel(pip_version: str, directory: str) -> None:
+def download_pip_wheel(pip_version: str, directory: str, pip_python: str) -> None:
     """Download the pip wheel of pip_version from the package index into directory unless it is there."""
     if glob.glob(os.path.join(directory, f'pip-{pip_version}-*.whl')):
         return
 
     with tempfile.TemporaryDirectory(prefix='pip-wheel-') as download_directory:
-        command = [sys.executable, '-m', 'pip', 'download', '--disable-pip-version-check', '--quiet',
+        command = [pip_python, '-m', 'pip', 'download', '--disable-pip-version-check', '--quiet',
                    '--no-deps', '--only-binary=:all:', '--dest', download_directory, f'pip=={pip_version}']
         result = subprocess.run(command, check=False)
 
@@ -120,6 +120,9 @@ def main() -> int:
     parser.add_argument('python_versions', nargs='*', metavar='X.Y',
                         default=[f'{sys.version_info.major}.{sys.version_info.minor}'],
                         help='Python versions ansible-test will create virtual environments for (default: this one)')
+    # The compatibility matrix's venvs have no pip of their own (tests/tooling/tool_venv.sh).
+    parser.add_argument('--pip-python', default=sys.executable, metavar='PYTHON',
+                        help='the Python whose pip downloads the wheel (default: this one)')
     options = parser.parse_args()
 
     check_ansible_test_uses_cache()
@@ -128,7 +131,7 @@ def main() -> int:
         target = cache_script_path(pip_version)
 
         if install_replacement_script(target):
-            download_pip_wheel(pip_version, os.path.dirname(target))
+            download_pip_wheel(pip_version, os.path.dirname(target), options.pip_python)
 
     return 0
 
