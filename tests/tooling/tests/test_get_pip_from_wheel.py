@@ -55,7 +55,8 @@ def test_seeded_script_is_what_ansible_test_looks_for():
     seed_ansible_test_pip.check_ansible_test_uses_cache()
 
 
-def test_replacement_installs_pip_into_an_empty_venv_without_network(tmp_path):
+def private_cache(tmp_path):
+    """(pip version, folder, script): the replacement and the pip wheel that make bootstrap seeded, copied into tmp_path."""
     pip_version = seed_ansible_test_pip.pinned_pip_version(f'{sys.version_info.major}.{sys.version_info.minor}')
     cache_dir = os.path.dirname(seed_ansible_test_pip.cache_script_path(pip_version))
     wheels = glob.glob(os.path.join(cache_dir, f'pip-{pip_version}-*.whl'))
@@ -68,6 +69,11 @@ def test_replacement_installs_pip_into_an_empty_venv_without_network(tmp_path):
     shutil.copy(wheels[0], cache_copy)
     script = cache_copy / f"get_pip_{pip_version.replace('.', '_')}.py"
     shutil.copy(get_pip_from_wheel.__file__, script)
+    return pip_version, cache_copy, script
+
+
+def test_replacement_installs_pip_into_an_empty_venv_without_network(tmp_path):
+    pip_version, cache_copy, script = private_cache(tmp_path)
     venv = tmp_path / 'venv'
     # The same kind of environment ansible-test makes: no pip in it.
     subprocess.run([sys.executable, '-m', 'venv', '--without-pip', str(venv)], check=True, timeout=120)
@@ -78,3 +84,50 @@ def test_replacement_installs_pip_into_an_empty_venv_without_network(tmp_path):
     installed = subprocess.run([venv_python, '-m', 'pip', '--version'], capture_output=True, text=True, check=True, timeout=60)
 
     assert installed.stdout.startswith(f'pip {pip_version} ')
+
+
+@pytest.mark.parametrize('arguments, alone', [
+    (ANSIBLE_TEST_ARGUMENTS, True),
+    (['pip==24.2', '--no-setuptools', '--no-wheel', '--quiet'], True),
+    (['pip==24.2', '--no-wheel'], False),  # setuptools too
+    (['pip==24.2', 'pyyaml', '--no-setuptools', '--no-wheel'], False),
+    (['pip==23.1.2', '--no-setuptools', '--no-wheel'], False),  # not the version of the stored wheel
+    (['--no-index', '--find-links', '/wheels', 'pip==24.2', '--no-setuptools', '--no-wheel'], False),
+])
+def test_only_pip_alone_is_copied(arguments, alone):
+    assert get_pip_from_wheel.asks_for_pip_alone(arguments, '24.2') is alone
+
+
+def run_python(python, *arguments):
+    return subprocess.run([python] + list(arguments), capture_output=True, text=True, check=True, timeout=120).stdout
+
+
+def test_pip_is_installed_once_per_python_and_copied_into_every_venv_after(tmp_path):
+    pip_version, cache_copy, script = private_cache(tmp_path)
+    arguments = ['--disable-pip-version-check', f'pip=={pip_version}', '--no-setuptools', '--no-wheel']
+    kept = cache_copy / f'pip-{pip_version}-{sys.implementation.cache_tag}'
+
+    venvs = []
+    for name in ('first', 'second'):
+        venv = tmp_path / name
+        subprocess.run([sys.executable, '-m', 'venv', '--without-pip', str(venv)], check=True, timeout=120)
+        # Offline: the environment pip would read its indexes from is not consulted on either path.
+        env = dict(os.environ, PIP_NO_INDEX='1')
+        subprocess.run([str(venv / 'bin' / 'python'), str(script)] + arguments, check=True, timeout=300, env=env)
+        venvs.append(venv)
+        assert kept.is_dir()
+
+    for venv in venvs:
+        python = str(venv / 'bin' / 'python')
+        site_packages = run_python(python, '-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])').strip()
+        assert run_python(python, '-m', 'pip', '--version').startswith(f'pip {pip_version} from {site_packages}/pip ')
+        assert run_python(str(venv / 'bin' / 'pip'), '--version').startswith(f'pip {pip_version} ')
+        assert not glob.glob(os.path.join(site_packages, 'pip-*.dist-info', 'direct_url.json'))
+        # The compiled files came along unchanged, with the times that keep them valid.
+        compiled = os.path.join('pip', '__pycache__', f'__init__.{sys.implementation.cache_tag}.pyc')
+        with open(os.path.join(site_packages, compiled), 'rb') as copied, open(kept / compiled, 'rb') as original:
+            assert copied.read() == original.read()
+        # RECORD names every file where it is: pip removes itself and its scripts completely.
+        run_python(python, '-m', 'pip', 'uninstall', '--yes', 'pip')
+        assert not glob.glob(os.path.join(site_packages, 'pip*'))
+        assert not glob.glob(str(venv / 'bin' / 'pip*'))
