@@ -7,8 +7,8 @@ logs with a few hundred requests per run. ansible.builtin.uri starts a Python
 module for each of them (about 0.3 CPU-s apiece, most of a target's time);
 this action sends the request from the worker that runs the task, with the
 standard library only. It takes the uri arguments the targets use (url,
-method, body, status_code, timeout) and returns what they read (status, json,
-msg), so a task reads the same either way. Requests to the code under test
+method, body, headers, status_code, timeout) and returns what they read
+(status, json, msg), so a task reads the same either way. Requests to the code under test
 still go through the collection's own modules and ansible.builtin.uri.
 """
 
@@ -35,10 +35,10 @@ def expected_statuses(value):
     return [int(item) for item in values]
 
 
-def send(url, method, body, timeout):
+def send(url, method, body, timeout, headers=None):
     """``(status, text of the answer, reason)`` of one request; a refused connection is status -1, as uri says."""
     data = None
-    headers = {}
+    headers = dict(headers or {})
     if body is not None:
         data = json.dumps(body).encode('utf-8')
         headers['Content-Type'] = 'application/json'
@@ -55,7 +55,7 @@ def send(url, method, body, timeout):
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(('url', 'method', 'body', 'status_code', 'timeout'))
+    _VALID_ARGS = frozenset(('url', 'method', 'body', 'headers', 'status_code', 'timeout'))
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -67,7 +67,12 @@ class ActionModule(ActionBase):
         if method not in METHODS:
             raise AnsibleActionFail('simulator_control: method must be one of %s, got %r' % (', '.join(METHODS), method))
         statuses = expected_statuses(args.get('status_code', 200))
-        status, text, reason = send(str(url), method, args.get('body'), float(args.get('timeout', 15)))
+        headers = args.get('headers') or {}
+        if not isinstance(headers, dict):
+            raise AnsibleActionFail('simulator_control: headers must be a mapping of header names to values, got %r'
+                                    % (headers,))
+        status, text, reason = send(str(url), method, args.get('body'), float(args.get('timeout', 15)),
+                                    {str(name): str(value) for name, value in headers.items()})
         result.update(changed=False, status=status, url=url, msg='%s %s: %s %s' % (method, url, status, reason))
         try:
             result['json'] = json.loads(text)
