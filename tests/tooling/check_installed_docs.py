@@ -61,7 +61,7 @@ def ansible_doc(collections_path: str, arguments: list[str]) -> subprocess.Compl
 
 def plugin_names_from_files(collection_dir: str, full_name: str, plugin_type: str) -> set[str]:
     """Return the names of one-plugin-per-file plugins of plugin_type found in the installed files."""
-    plugin_dir = os.path.join(collection_dir, 'plugins', ONE_PLUGIN_PER_FILE[plugin_type])
+    plugin_dir = plugin_folder(collection_dir, plugin_type)
     names = set()
 
     for path in glob.glob(os.path.join(plugin_dir, '**', '*.py'), recursive=True):
@@ -124,6 +124,29 @@ def doc_problems(collections_path: str, full_name: str, plugin_type: str, names:
     return problems
 
 
+def plugin_folder(collection_dir: str, plugin_type: str) -> str:
+    """The folder a collection keeps its plugins of plugin_type in (plugins/modules for modules)."""
+    return os.path.join(collection_dir, 'plugins', ONE_PLUGIN_PER_FILE.get(plugin_type, plugin_type))
+
+
+def plugins_to_check(collections_path: str, full_name: str, collection_dir: str) -> dict[str, set[str]]:
+    """{plugin type or 'role': the names to render}. A type without its folder has no plugins to list:
+    ansible-doc --list is asked only about the others (each run costs about a CPU-second)."""
+    to_check: dict[str, set[str]] = {}
+
+    for plugin_type in list(ONE_PLUGIN_PER_FILE) + list(SEVERAL_PLUGINS_PER_FILE):
+        if not os.path.isdir(plugin_folder(collection_dir, plugin_type)):
+            to_check[plugin_type] = set()
+        elif plugin_type in ONE_PLUGIN_PER_FILE:
+            to_check[plugin_type] = (plugin_names_from_files(collection_dir, full_name, plugin_type)
+                                     | plugin_names_from_list(collections_path, full_name, plugin_type))
+        else:
+            to_check[plugin_type] = plugin_names_from_list(collections_path, full_name, plugin_type)
+
+    to_check['role'] = role_names(collection_dir, full_name)
+    return to_check
+
+
 def main() -> int:
     """Check the documentation of every plugin and role of the installed collection."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n', 1)[0])
@@ -132,16 +155,7 @@ def main() -> int:
 
     collections_path = os.path.abspath(options.collections_path)
     full_name, collection_dir = installed_collection(collections_path)
-    to_check: dict[str, set[str]] = {}
-
-    for plugin_type in ONE_PLUGIN_PER_FILE:
-        to_check[plugin_type] = (plugin_names_from_files(collection_dir, full_name, plugin_type)
-                                 | plugin_names_from_list(collections_path, full_name, plugin_type))
-
-    for plugin_type in SEVERAL_PLUGINS_PER_FILE:
-        to_check[plugin_type] = plugin_names_from_list(collections_path, full_name, plugin_type)
-
-    to_check['role'] = role_names(collection_dir, full_name)
+    to_check = plugins_to_check(collections_path, full_name, collection_dir)
 
     problems = []
 
