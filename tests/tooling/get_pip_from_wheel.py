@@ -110,16 +110,28 @@ def record_hash(data: bytes) -> str:
     return 'sha256=' + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()
 
 
+def pip_main_from(wheel: str):
+    """pip's command-line entry point, imported from the wheel itself."""
+    sys.path.insert(0, wheel)
+    # pip is importable only now that its wheel is on sys.path.
+    return importlib.import_module('pip._internal.cli.main').main
+
+
+def rewrite_record(record: str, line_for) -> None:
+    """Rewrite a RECORD file: ``line_for(path, line)`` gives each line's replacement, or None to drop it."""
+    with open(record, encoding='utf-8') as kept:
+        lines = [line_for(line.split(',', 1)[0], line) for line in kept.read().splitlines()]
+    with open(record, 'w', encoding='utf-8') as written:
+        written.write('\n'.join(line for line in lines if line is not None) + '\n')
+
+
 def forget_where_it_came_from(folder: str) -> None:
     """Drop direct_url.json, which says pip came from a wheel file: installed from an index, it would have none."""
     for direct_url in glob.glob(os.path.join(folder, 'pip-*.dist-info', 'direct_url.json')):
         os.remove(direct_url)
-        record = os.path.join(os.path.dirname(direct_url), 'RECORD')
-        with open(record, encoding='utf-8') as kept:
-            lines = kept.read().splitlines()
         name = os.path.relpath(direct_url, folder)
-        with open(record, 'w', encoding='utf-8') as written:
-            written.write('\n'.join(line for line in lines if line.split(',', 1)[0] != name) + '\n')
+        rewrite_record(os.path.join(os.path.dirname(direct_url), 'RECORD'),
+                       lambda path, line, name=name: None if path == name else line)
 
 
 def keep_installed_pip(wheel: str, folder: str) -> None:
@@ -129,10 +141,8 @@ def keep_installed_pip(wheel: str, folder: str) -> None:
 
     staging = tempfile.mkdtemp(prefix=os.path.basename(folder) + '.', dir=os.path.dirname(folder))
     try:
-        sys.path.insert(0, wheel)
-        pip_cli = importlib.import_module('pip._internal.cli.main')
-        status = pip_cli.main(['install', '--quiet', '--disable-pip-version-check', '--no-index', '--no-deps',
-                               '--target', staging, wheel])
+        status = pip_main_from(wheel)(['install', '--quiet', '--disable-pip-version-check', '--no-index',
+                                       '--no-deps', '--target', staging, wheel])
         if status:
             raise SystemExit(f'pip could not install its own wheel {wheel} into {staging} (exit {status}).')
         forget_where_it_came_from(staging)
@@ -170,13 +180,9 @@ def copy_installed_pip(folder: str) -> None:
             shutil.copytree(os.path.join(folder, entry), os.path.join(site_packages, entry), copy_function=shutil.copy2)
 
     for record in glob.glob(os.path.join(site_packages, 'pip-*.dist-info', 'RECORD')):
-        with open(record, encoding='utf-8') as kept:
-            lines = kept.read().splitlines()
         # The scripts' lines name them where pip install --target put them.
-        lines = [script_lines.get(os.path.basename(line.split(',', 1)[0]), line)
-                 if line.split(',', 1)[0].startswith('../') else line for line in lines]
-        with open(record, 'w', encoding='utf-8') as written:
-            written.write('\n'.join(lines) + '\n')
+        rewrite_record(record, lambda path, line: (script_lines.get(os.path.basename(path), line)
+                                                   if path.startswith('../') else line))
 
 
 def copies_pip(arguments: list[str], version: str) -> bool:
@@ -199,12 +205,7 @@ def main() -> int:
         copy_installed_pip(folder)
         return 0
 
-    sys.path.insert(0, wheel)
-
-    # pip is importable only now that its wheel is on sys.path.
-    pip_cli = importlib.import_module('pip._internal.cli.main')
-
-    return pip_cli.main(pip_install_arguments(arguments))
+    return pip_main_from(wheel)(pip_install_arguments(arguments))
 
 
 if __name__ == '__main__':

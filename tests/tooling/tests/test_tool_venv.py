@@ -7,11 +7,11 @@ machine): the project venv's pip installs into them. Offline: the package
 installed is a wheel the test builds.
 """
 
-import base64
-import hashlib
 import os
 import subprocess
 import zipfile
+
+from get_pip_from_wheel import record_hash
 
 TOOLING = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -26,8 +26,7 @@ def build_wheel(directory):
     }
     record = []
     for path, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b'=').decode()
-        record.append(f'{path},sha256={digest},{len(text.encode())}')
+        record.append(f'{path},{record_hash(text.encode())},{len(text.encode())}')
     record.append(f'{name}-1.0.dist-info/RECORD,,')
     files[f'{name}-1.0.dist-info/RECORD'] = '\n'.join(record) + '\n'
     wheel = os.path.join(str(directory), f'{name}-1.0-py3-none-any.whl')
