@@ -8,8 +8,9 @@ module for each of them (about 0.3 CPU-s apiece, most of a target's time);
 this action sends the request from the worker that runs the task, with the
 standard library only. It takes the uri arguments the targets use (url,
 method, body, headers, status_code, timeout) and returns what they read
-(status, json, msg), so a task reads the same either way. Requests to the code under test
-still go through the collection's own modules and ansible.builtin.uri.
+(status, json, msg), so a task reads the same either way. Requests to the
+code under test still go through the collection's own modules and
+ansible.builtin.uri.
 """
 
 from __future__ import absolute_import, division, print_function
