@@ -12,6 +12,7 @@ Run: .venv/bin/python -m pytest tests/rolling -v
 """
 
 import os
+import shlex
 import sys
 import threading
 import time
@@ -20,7 +21,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rolling_harness import (  # noqa: E402 pylint: disable=wrong-import-position
-    RollingWorld, create_step as create, inventory_name, tasks_skipped)
+    RollingWorld, create_step as create, inventory_name, parse_iso, tasks_skipped)
 
 pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='needs the simulator and ansible-playbook locally')
 
@@ -56,10 +57,23 @@ def test_four_events_at_once_are_all_handled_within_max_unavailable(tmp_path):
             create(USER_REDEPLOY_DB0, 'Redeploy', ['db_0'], event_source='User'),
             create(FREEZE_DB1_AND_OUTSIDER, 'Freeze', ['db_1', 'partner_0']),
         ])
+        # A setting given as a template (here one that notes when it is read)
+        # is resolved as the run starts, before the first round reads IMDS,
+        # not again in every round.
+        readings = tmp_path / 'back_timeout_readings'
+        back_timeout = ("{{ lookup('ansible.builtin.pipe', 'date +%%s.%%N >> %s; echo 600') }}"
+                        % shlex.quote(str(readings)))
         run = world.run_playbook_passing_notice((FREEZE_WEB_UD0, REBOOT_WEB_UD1, USER_REDEPLOY_DB0),
-                                                inventory_name('db_1'), env={'ANSIBLE_DISPLAY_SKIPPED_HOSTS': 'true'})
+                                                inventory_name('db_1'), env={'ANSIBLE_DISPLAY_SKIPPED_HOSTS': 'true'},
+                                                rolling_back_timeout_seconds=back_timeout)
         assert_safe(world, run)
         assert run.returncode == 0, run.output[-3000:]
+        first_imds_read = min(parse_iso(entry['real_time']) for entry in world.control.log(since=0)
+                              if entry['path'].startswith('/metadata/'))
+        read_at = [float(line) for line in readings.read_text().split()]
+        # The simulator notes times to the millisecond.
+        late = [moment for moment in read_at if moment >= first_imds_read + 0.001]
+        assert read_at and late == [], '%d of %d readings after the first round began' % (len(late), len(read_at))
         # What a round offers a host costs a worker even when skipped: a host
         # gets the tasks of the steps the plan asks of it and no other, an IMDS
         # run none of the fleet plane's acknowledge, and once the run is over
