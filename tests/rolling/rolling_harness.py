@@ -618,6 +618,11 @@ class RollingWorld:
     def events(self):
         return dict((event['id'].lower(), event) for event in self.control.events())
 
+    def scheduled_events_reads(self, vm=None):
+        """Real times, in order, of the reads of Scheduled Events the simulator answered (of ``vm``'s, or every VM's)."""
+        return sorted(_epoch(entry['real_time']) for entry in self.control.log(since=0, vm=vm)
+                      if entry['method'] == 'GET' and entry['path'].startswith('/metadata/scheduledevents'))
+
     def invariant_problems(self, run):
         """Every broken safety rule, as sentences; an empty list when the run was safe.
 

@@ -21,7 +21,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rolling_harness import (  # noqa: E402 pylint: disable=wrong-import-position
-    RollingWorld, create_step as create, inventory_name, parse_iso, tasks_skipped)
+    RollingWorld, create_step as create, inventory_name, tasks_skipped)
 
 pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='needs the simulator and ansible-playbook locally')
 
@@ -68,8 +68,7 @@ def test_four_events_at_once_are_all_handled_within_max_unavailable(tmp_path):
                                                 rolling_back_timeout_seconds=back_timeout)
         assert_safe(world, run)
         assert run.returncode == 0, run.output[-3000:]
-        first_imds_read = min(parse_iso(entry['real_time']) for entry in world.control.log(since=0)
-                              if entry['path'].startswith('/metadata/'))
+        first_imds_read = world.scheduled_events_reads()[0]
         read_at = [float(line) for line in readings.read_text().split()]
         # The simulator notes times to the millisecond.
         late = [moment for moment in read_at if moment >= first_imds_read + 0.001]

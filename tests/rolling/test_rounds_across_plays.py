@@ -19,7 +19,6 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rolling_harness import RollingWorld, inventory_name  # noqa: E402 pylint: disable=wrong-import-position
-from imds_simulator.clock import parse_iso  # noqa: E402 pylint: disable=wrong-import-position,wrong-import-order
 
 pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='needs the simulator and ansible-playbook locally')
 
@@ -75,8 +74,7 @@ def test_rounds_start_no_sooner_than_the_poll_interval_apart(tmp_path):
         run = world.run_playbook(rolling_max_rounds=6, rolling_settle_seconds=10 ** 6,
                                  rolling_poll_interval_seconds=poll)
         assert run.returncode == 0, run.output[-3000:]
-        reads = [parse_iso(entry['real_time']) for entry in world.control.log(vm='web_0')
-                 if entry['method'] == 'GET' and entry['path'].startswith('/metadata/scheduledevents')]
+        reads = world.scheduled_events_reads('web_0')
         # One read a round (an idle world: no throttling, no error to retry).
         assert len(reads) == 6, reads
         # Both clocks are the controller's; the log keeps milliseconds.

@@ -36,10 +36,10 @@ def expected_statuses(value):
     return [int(item) for item in values]
 
 
-def send(url, method, body, timeout, headers=None):
+def send(url, method, body, timeout, headers):
     """``(status, text of the answer, reason)`` of one request; a refused connection is status -1, as uri says."""
     data = None
-    headers = dict(headers or {})
+    headers = dict(headers)
     if body is not None:
         data = json.dumps(body).encode('utf-8')
         headers['Content-Type'] = 'application/json'
