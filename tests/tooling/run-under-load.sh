@@ -34,18 +34,31 @@ trap stop_burners EXIT
 
 banner "load proof: $(nproc) CPU burner(s) during each of ${rounds} rounds of the system tests"
 
+# What the rounds write (staged copies, pytest's folders) goes under one new
+# folder in $TMPDIR, a folder a round: a round that passed leaves nothing, one
+# that failed leaves its folder for a look (later rounds cannot rotate it away).
+RUN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/azure-maintenance-load.XXXXXX")"
+
 summary=()
 failed=0
 for round in $(seq "${rounds}"); do
     started=${SECONDS}
     status=0
+    round_dir="${RUN_DIR}/round-${round}"
+    mkdir -p "${round_dir}/tmp"
     start_burners
-    { bash "${TOOLING_DIR}/run-system-tests.sh" "$@" && bash "${TOOLING_DIR}/run-rolling-system-tests.sh" "$@" \
-        && bash "${TOOLING_DIR}/run-e2e-tests.sh" "$@"; } || status=$?
+    ( export BUILD_DIR="${round_dir}/build" TMPDIR="${round_dir}/tmp"
+      bash "${TOOLING_DIR}/run-system-tests.sh" "$@" && bash "${TOOLING_DIR}/run-rolling-system-tests.sh" "$@" \
+        && bash "${TOOLING_DIR}/run-e2e-tests.sh" "$@" ) || status=$?
     stop_burners
-    summary+=("$(printf '  round %d: %s in %ds' "${round}" "$([[ ${status} -eq 0 ]] && echo ok || echo "FAILED (exit ${status})")" "$((SECONDS - started))")")
-    [[ ${status} -eq 0 ]] || failed=1
+    summary+=("$(printf '  round %d: %s in %ds' "${round}" "$([[ ${status} -eq 0 ]] && echo ok || echo "FAILED (exit ${status}; its files: ${round_dir})")" "$((SECONDS - started))")")
+    if [[ ${status} -eq 0 ]]; then
+        rm -rf "${round_dir}"
+    else
+        failed=1
+    fi
 done
+[[ ${failed} -ne 0 ]] || rm -rf "${RUN_DIR}"
 
 banner "load proof summary (all cores busy)"
 printf '%s\n' "${summary[@]}"

@@ -9,13 +9,15 @@ runs.
 
 import os
 import re
-import shutil
 import subprocess
+import sys
 import time
 
 import pytest
 
-TOOLING = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stand_in import stand_in_tooling  # noqa: E402 pylint: disable=wrong-import-position
+
 STAGE_SCRIPTS = ('run-matrix.sh', 'run-rolling-system-tests.sh', 'run-integration.sh', 'run-e2e-tests.sh',
                  'run-sanity.sh', 'run-system-tests.sh', 'run-docs.sh', 'run-lint.sh', 'run-units.sh',
                  'run-simulator-tests.sh', 'build-check.sh')
@@ -36,19 +38,8 @@ echo "log line of ${stage}"
 '''
 
 
-def stand_in_tooling(tmp_path):
-    """A tests/tooling folder with run-all.sh and common.sh as they are, and stand-ins for the stage scripts."""
-    tooling = tmp_path / 'repo' / 'tests' / 'tooling'
-    tooling.mkdir(parents=True)
-    for name in ('run-all.sh', 'common.sh'):
-        shutil.copy(os.path.join(TOOLING, name), str(tooling / name))
-    for name in STAGE_SCRIPTS:
-        (tooling / name).write_text(STAND_IN, encoding='utf-8')
-    return tooling
-
-
 def start_run_all(tmp_path, **env_overrides):
-    tooling = stand_in_tooling(tmp_path)
+    tooling = stand_in_tooling(tmp_path, ('run-all.sh', 'common.sh'), STAGE_SCRIPTS, STAND_IN)
     stand_in_dir = tmp_path / 'stand-in'
     stand_in_dir.mkdir()
     temporary = tmp_path / 'tmp'
