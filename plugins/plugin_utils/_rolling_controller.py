@@ -146,7 +146,8 @@ CONDITIONS = {
     'approval_given_up': 'the approval POST failed three times; Azure starts it at NotBefore',
     'deleted': 'a Preempt or Terminate started: the VM is gone, nothing to verify',
     'impact_over': 'every host answered again after the announced duration (a Reboot or Redeploy host after it '
-                   'was seen down), or the event left the document',
+                   'was seen down), or the event left the document (the only way out for a Freeze that announces '
+                   'no duration)',
     'verify_failed': 'a verify task failed: the host stays drained',
     'verified': 'every host passed its verify tasks',
     'undrained': 'every host no other event holds is back in service',
@@ -418,6 +419,10 @@ class _Round(object):
         first = record['times']['seen'] is None
         if first:
             record['times']['seen'] = self.now
+            sources_left_out = [source for source in EVENT_SOURCES if not _selected(source, self.sources())]
+            if event.get('event_source') is None and sources_left_out:
+                self.warn(record, 'Azure gave no EventSource (an api_version before 2019-08-01), so '
+                                  'rolling_event_sources cannot exclude it: handled')
             moment = _not_before(event)
             if event.get('event_status') == 'Scheduled' and moment is not None and moment > self.now:
                 record['notice_seconds'] = moment - self.now
@@ -483,8 +488,16 @@ class _Round(object):
         record['reason'] = CONDITIONS[condition]
 
     def selected(self, record):
+        # An api-version before 2019-08-01 sends no EventSource. Such an event
+        # is handled whatever rolling_event_sources says: leaving a Platform
+        # event alone would let it hit hosts in service, while draining before
+        # a User event only costs the wait (see _update_record's warning).
+        source = record.get('event_source')
         return (_selected(record.get('event_type'), self.options.get('event_types') or DEFAULT_EVENT_TYPES)
-                and _selected(record.get('event_source'), self.options.get('event_sources') or EVENT_SOURCES))
+                and (source is None or _selected(source, self.sources())))
+
+    def sources(self):
+        return self.options.get('event_sources') or EVENT_SOURCES
 
     def approvable(self, record):
         if self.options.get('approve', True) is False:
@@ -705,7 +718,14 @@ class _Round(object):
             if not all(host in down for host in hosts):
                 return False
         duration = record.get('duration_in_seconds')
-        if isinstance(duration, (int, float)) and duration > 0 and self.now < record['times']['started'] + duration:
+        announced = isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration >= 0
+        if not announced and record['event_type'] not in RESTARTING_TYPES:
+            # A pause of unknown length (DurationInSeconds -1, or none before
+            # api-version 2020-07-01): an answer after the event turned
+            # Started may come before the pause, and no answer shows that it
+            # happened, so its hosts stay drained until the event leaves.
+            return False
+        if announced and self.now < record['times']['started'] + duration:
             return False
         # A host whose IMDS never answers waits until the event left the document.
         return all(self.answered(host) for host in hosts)

@@ -136,6 +136,25 @@ def test_update_domains_one_after_another_with_a_spot_preemption_in_the_middle(t
         assert all(run.event(event_id)['times']['undrained'] for event_id in ud_events)
 
 
+def test_an_api_version_without_event_source_or_duration_still_drains_through_the_whole_freeze(tmp_path):
+    """IMDS sends EventSource from api-version 2019-08-01 and DurationInSeconds from 2020-07-01. Without them the
+    event is still handled, and its host stays drained until the event left: a read that shows it Started may
+    come before the pause, and nothing says how long the pause lasts."""
+    groups = {'web': {'vms': [('web_0', 0), ('web_1', 1)], 'max_unavailable': 1}}
+    freeze = 'D4000000-0000-4000-8000-000000000001'
+    with RollingWorld(tmp_path, groups, speed=1) as world:
+        world.start_scenario([create(freeze, 'Freeze', ['web_0'], impact_seconds=8, linger_seconds=20)])
+        run = world.run_playbook(azure_scheduled_events_api_version='2019-04-01',
+                                 rolling_event_sources=['Platform'])
+        assert_safe(world, run)
+        assert run.returncode == 0, run.output[-3000:]
+        event = run.event(freeze)
+        assert (event['event_source'], event['duration_in_seconds'], event['outcome']) == (None, None, 'approved')
+        assert event['times']['impact_over'] == event['times']['gone'], event['times']
+        assert 'Azure gave no EventSource' in run.output
+        assert [step for _at, step in world.steps()[inventory_name('web_0')]] == ['drain', 'verify', 'undrain']
+
+
 def test_a_host_whose_imds_hangs_holds_nothing_up(tmp_path):
     groups = {'web': {'vms': [('web_0', 0), ('web_1', 0), ('web_2', 1), ('web_3', 1)], 'max_unavailable': 2}}
     freeze, reboot = 'C3000000-0000-4000-8000-000000000001', 'C3000000-0000-4000-8000-000000000002'

@@ -302,6 +302,37 @@ class TestDrainLead:
         assert any('will start undrained unless capacity frees up' in line for line in first['warnings'])
 
 
+class TestNoEventSource:
+    """Before api-version 2019-08-01 IMDS sends no EventSource."""
+
+    @pytest.mark.parametrize('sources', [['Platform'], ['User'], ['platform', 'user']])
+    def test_handled_whatever_the_sources_say(self, sources):
+        loop = Loop(event_sources=sources)
+        loop.round(T0, [ev('E', ['web_0'], source=None)])
+        assert loop.did('drain') == ['w0'] and loop.did('approve') == ['E']
+        assert loop.record('E')['outcome'] is None
+
+    def test_a_warning_when_the_sources_leave_one_out_said_once(self):
+        loop = Loop(event_sources=['Platform'])
+        loop.round(T0, [ev('E', ['web_0'], source=None)])
+        first, _second = loop.last
+        said = [line for line in first['warnings'] if 'no EventSource' in line]
+        assert said == ['Freeze E: Azure gave no EventSource (an api_version before 2019-08-01), so '
+                        'rolling_event_sources cannot exclude it: handled']
+        loop.round(T0 + 2, [ev('E', ['web_0'], source=None)])
+        assert not [line for line in loop.last[0]['warnings'] if 'no EventSource' in line]
+
+    def test_no_warning_when_every_source_is_handled(self):
+        loop = Loop(event_sources=['platform', 'User'])
+        loop.round(T0, [ev('E', ['web_0'], source=None)])
+        assert loop.last[0]['warnings'] == []
+
+    def test_a_known_source_left_out_is_still_not_handled(self):
+        loop = Loop(event_sources=['Platform'])
+        loop.round(T0, [ev('E', ['web_0'], source='User')])
+        assert loop.record('E')['outcome'] == 'not_handled' and loop.did('drain') == []
+
+
 class TestOverBudget:
     events = [ev('BIG', ['db_0', 'db_1'], 'Reboot')]
 
@@ -415,6 +446,28 @@ class TestHostsThatDoNotAnswer:
         loop.round(T0 + 20, [started])
         assert loop.did('verify') == []
         loop.round(T0 + 36, [started])
+        assert loop.did('verify') == ['w0']
+
+    @pytest.mark.parametrize('duration', [-1, None], ids=['unknown', 'not-sent'])
+    def test_a_freeze_of_unknown_duration_keeps_its_host_drained_until_it_leaves(self, duration):
+        # An answer after the event turned Started may come before the pause:
+        # without a duration, only the event leaving says the pause is behind.
+        loop = Loop()
+        scheduled = ev('E', ['web_0'], duration=duration)
+        started = dict(scheduled, event_status='Started', not_before=None)
+        loop.round(T0, [scheduled])
+        assert loop.did('approve') == ['E']
+        for moment in (T0 + 2, T0 + 10, T0 + 300):
+            loop.round(moment, [started])
+        assert loop.record('E')['state'] == rc.IN_IMPACT
+        assert loop.did('verify') == [] and loop.did('undrain') == []
+        loop.round(T0 + 600, [])
+        assert loop.did('verify') == ['w0'] and loop.did('undrain') == ['w0']
+
+    def test_a_freeze_of_announced_zero_duration_is_over_once_its_host_answers(self):
+        loop = Loop()
+        loop.round(T0, [ev('E', ['web_0'], duration=0)])
+        loop.round(T0 + 2, [dict(ev('E', ['web_0'], duration=0), event_status='Started', not_before=None)])
         assert loop.did('verify') == ['w0']
 
     def test_the_incarnation_starting_over_changes_nothing(self):
