@@ -214,6 +214,11 @@ def test_a_misspelled_variable_stops_the_run_before_anything_happens(tmp_path):
         run = world.run_playbook(timeout=300, rolling_aprove=False)
         assert run.returncode != 0
         assert 'rolling_aprove (did you mean rolling_approve?)' in run.output
+        # No group with hosts, so no play of the run would have any: the check
+        # must not be left to them.
+        run = world.run_playbook(timeout=300, maintenance_groups='wbe')
+        assert run.returncode != 0, run.output[-3000:]
+        assert "maintenance_groups: group 'wbe' is not in the inventory; groups there: web" in run.output
         assert world.control.log(since=0) == []
 
 
