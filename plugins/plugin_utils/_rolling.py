@@ -468,13 +468,15 @@ def build_report(state, run):
     if slow.get('count'):
         parts.append('%d read(s) too far apart for the notice (up to %d s apart, notice %d s)' % (
             slow['count'], round(slow['longest_gap_seconds']), round(slow['shortest_notice_seconds'])))
+    # Check mode stops after one round with every event still under way, and
+    # its exit status never follows the outcomes: no verdict to give.
+    verdict = 'planned' if run.get('check_mode') else 'FAILED' if failed else 'succeeded'
     summary = dict(run)
     summary.update(
         started=format_epoch(start), finished=format_epoch(end), wall_seconds=round(span, 3) if start is not None else 0,
         events=len(events), outcomes=counts, worst_outcome=worst, failed=failed, unobserved_hosts=unobserved,
         slow_reads=slow.get('count') or 0, longest_read_gap_seconds=slow.get('longest_gap_seconds'),
-        summary='%s: %d event(s)%s' % ('FAILED' if failed else 'succeeded', len(events),
-                                       (': ' + ', '.join(parts)) if parts else ''),
+        summary='%s: %d event(s)%s' % (verdict, len(events), (': ' + ', '.join(parts)) if parts else ''),
         approved=sorted(event['event_id'] for event in events if event['times']['approved']))
     return {'run': summary, 'events': events, 'ticks': _ticks(span),
             'phases': [name for name, _begin, _ends in PHASES]}

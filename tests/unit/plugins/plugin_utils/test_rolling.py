@@ -197,6 +197,10 @@ class TestReport:
         assert report['run']['summary'].startswith('FAILED: 2 event(s): 1 ')
         assert report['run']['worst_outcome'] == (outcome or 'in_progress')
 
+    def test_check_mode_gives_no_verdict(self):
+        report = build_report(_state(a=_record('A', 'pending', None)), {'check_mode': True})
+        assert report['run']['summary'] == 'planned: 1 event(s): 1 still in progress when the run ended'
+
     def test_over_budget_events_say_they_will_start_undrained(self):
         record = _record('B', 'over_budget')
         report = build_report(_state(b=record), {})
