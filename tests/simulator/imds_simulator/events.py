@@ -5,6 +5,7 @@ renders the PascalCase object a VM sees, gated by api-version the way IMDS
 introduced each field.
 """
 
+import re
 import uuid
 
 from .clock import format_iso, format_rfc1123, parse_iso
@@ -28,6 +29,7 @@ _DURATION_SINCE = '2020-07-01'
 _NO_UNDERSCORE_SINCE = '2017-08-01'
 
 _DEFAULT_IMPACT_SECONDS = 7
+_GUID = re.compile(r'^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z')
 
 _REQUEST_KEYS = ('event_type', 'resources', 'group', 'event_source', 'description', 'not_before_seconds',
                  'not_before', 'duration_seconds', 'impact_seconds', 'linger_seconds', 'hardware_failure',
@@ -123,8 +125,12 @@ def check_event_request(request, known_vms, now):
     event_id = request.get('event_id')
     if event_id is None:
         event_id = str(uuid.uuid4()).upper()
-    if not isinstance(event_id, str) or not event_id.strip() or '/' in event_id:
-        raise EventError('event_id must be a non-empty string without "/", got %r' % (event_id,))
+    # Azure's EventIds are GUIDs, and the collection refuses to approve an id
+    # that is not one: a rehearsal with any other id would fail where Azure
+    # would not.
+    if not isinstance(event_id, str) or not _GUID.match(event_id):
+        raise EventError('event_id must be a GUID, as Azure\'s EventIds are (such as %s); leave it out to get a '
+                         'new one, got %r' % (str(uuid.uuid4()).upper(), event_id))
     try:
         impact_command = validate_impact_command(request.get('impact_command'))
     except ConfigError as exc:

@@ -10,6 +10,9 @@ import pytest
 from conftest import call, closed_port, world_config
 from imds_simulator.control_client import ControlError, SimulatorControl, imds_get
 
+# An event id of the test's choosing: a GUID, as Azure's are.
+OWN_ID = '7D2A0C1E-5B4F-4C3D-9E8A-1F2B3C4D5E6F'
+
 
 def test_health_and_state(sim):
     assert sim.control.health() == {'ok': True}
@@ -29,13 +32,22 @@ def test_health_and_state(sim):
 def test_create_event_with_absolute_not_before_and_explicit_id(sim):
     sim.control.set_clock('2022-04-11T22:10:00Z')
     answer = sim.control.call('POST', '/events', {'event_type': 'freeze', 'resources': ['vm0'],
-                                                  'not_before': '2022-04-11T22:26:58Z', 'event_id': 'MY-ID'})
-    assert answer['event_id'] == 'MY-ID'
+                                                  'not_before': '2022-04-11T22:26:58Z', 'event_id': OWN_ID})
+    assert answer['event_id'] == OWN_ID
     assert sim.document('vm0')['Events'][0]['NotBefore'] == 'Mon, 11 Apr 2022 22:26:58 GMT'
     assert sim.document('vm0')['Events'][0]['EventType'] == 'Freeze'
     with pytest.raises(ControlError) as caught:
-        sim.control.create_event('Freeze', ['vm0'], event_id='my-id')
+        sim.control.create_event('Freeze', ['vm0'], event_id=OWN_ID.lower())
     assert caught.value.status == 409
+
+
+@pytest.mark.parametrize('event_id', ['MY-EVENT-1', '', 'C7061BAC-AFDC-4513-B24B-AA5F13A1612', ' %s' % OWN_ID, 7])
+def test_an_event_id_that_is_not_a_guid_is_refused(sim, event_id):
+    with pytest.raises(ControlError) as caught:
+        sim.control.create_event('Freeze', ['vm0'], event_id=event_id)
+    assert caught.value.status == 400
+    assert "event_id must be a GUID, as Azure's EventIds are" in str(caught.value)
+    assert sim.control.events() == []
 
 
 def test_generated_event_ids_are_uppercase_guids(sim):

@@ -71,11 +71,12 @@ def test_approving_twice_or_after_start_is_200(sim):
 
 
 def test_event_ids_match_case_insensitively_and_several_per_request(sim):
-    first = sim.control.create_event('Freeze', ['vm0'], event_id='AbCd-1')
-    second = sim.control.create_event('Freeze', ['vm1'], event_id='EF-2')
+    first = sim.control.create_event('Freeze', ['vm0'], event_id='AbCd0001-0000-4000-8000-00000000000A')
+    second = sim.control.create_event('Freeze', ['vm1'], event_id='EF000002-0000-4000-8000-00000000000B')
     assert sim.approve('vm0', first.lower(), second.lower()).status == 200
     assert [event['EventStatus'] for event in sim.document('vm0')['Events']] == ['Started', 'Started']
-    assert sim.control.approvals()[-1]['event_ids'] == ['abcd-1', 'ef-2']
+    assert sim.control.approvals()[-1]['event_ids'] == ['abcd0001-0000-4000-8000-00000000000a',
+                                                        'ef000002-0000-4000-8000-00000000000b']
 
 
 def test_unknown_event_id_is_400_naming_it_and_approves_nothing(sim):

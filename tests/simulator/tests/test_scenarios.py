@@ -5,6 +5,9 @@ import pytest
 from conftest import world_config
 from imds_simulator.control_client import ControlError
 
+# The id the scenario gives its second event (Azure's EventIds are GUIDs).
+SECOND_ID = '0B5E7C2D-3A41-4F6E-8D9C-2E1F0A3B4C5D'
+
 WESTNO_EVENT = {
     'EventId': 'C7061BAC-AFDC-4513-B24B-AA5F13A16123',
     'EventStatus': 'Scheduled',
@@ -109,9 +112,9 @@ def test_custom_steps_with_labels_and_after_removed(sim):
         {'at_seconds': 10, 'action': 'create_event', 'label': 'first', 'event_type': 'Freeze',
          'resources': ['vm0'], 'not_before_seconds': 5, 'linger_seconds': 5},
         {'after_removed': 'first', 'delay_seconds': 3, 'action': 'create_event', 'label': 'second',
-         'event_type': 'Reboot', 'resources': ['vm1'], 'event_id': 'SECOND'},
+         'event_type': 'Reboot', 'resources': ['vm1'], 'event_id': SECOND_ID},
         {'at_seconds': 12, 'action': 'start_event', 'event': 'first'},
-        {'after_removed': 'SECOND', 'action': 'advance_clock', 'seconds': 1},
+        {'after_removed': SECOND_ID, 'action': 'advance_clock', 'seconds': 1},
         {'at_seconds': 40, 'action': 'cancel_event', 'event': 'second'},
     ])
     sim.control.advance_clock(10)
@@ -121,12 +124,12 @@ def test_custom_steps_with_labels_and_after_removed(sim):
     sim.control.advance_clock(5)
     assert sim.document('vm0')['Events'] == []
     sim.control.advance_clock(3)
-    assert [event['EventId'] for event in sim.document('vm0')['Events']] == ['SECOND']
+    assert [event['EventId'] for event in sim.document('vm0')['Events']] == [SECOND_ID]
     sim.control.advance_clock(20)
     assert sim.document('vm0')['Events'] == []
     steps = sim.control.scenario()['steps']
     assert all(step['done'] and step['error'] is None for step in steps)
-    assert sim.control.event('SECOND')['status'] == 'Cancelled'
+    assert sim.control.event(SECOND_ID)['status'] == 'Cancelled'
 
 
 def test_failed_step_is_reported_not_fatal(sim):
