@@ -93,6 +93,17 @@ def resolve_task_file(value, shipped_dir, base_dir):
     return os.path.normpath(os.path.join(base_dir, os.path.expanduser(text)))
 
 
+def _task_file_hint(value, base_dir):
+    """What to write instead of a task file ``value`` that was not found."""
+    text = str(value).strip()
+    if os.sep in text or '/' in text:
+        return ''
+    hint = '; a bare name means a task file shipped in the collection\'s playbooks/tasks'
+    if os.path.isfile(os.path.join(base_dir, text)):
+        return hint + ': to use the %s in %s, write ./%s' % (text, base_dir, text)
+    return hint + ': give a file of your own as a path, such as ./%s' % text
+
+
 def _check_list(values, known, name, problems):
     if not isinstance(values, (list, tuple)) or not values:
         problems.append('%s must be a non-empty list, some of: %s (got %r)' % (name, ', '.join(known), values))
@@ -196,6 +207,9 @@ def build_setup(maintenance_groups, inventory_groups, play_hosts, group_settings
             limit = 1
         result['groups'][group] = {'hosts': hosts, 'max_unavailable': raw_limit, 'limit': limit}
         one_way = []
+        # {(setting, value as given, path looked for): [hosts]}: one problem
+        # for every host that names the same missing file, not one a host.
+        missing = {}
         for host in hosts:
             resolved = {'group': group}
             own = host_overrides.get(host) or {}
@@ -205,14 +219,16 @@ def build_setup(maintenance_groups, inventory_groups, play_hosts, group_settings
                     value = settings.get(key)
                 path = resolve_task_file(value, shipped_dir, base_dir)
                 if path is not None and not os.path.isfile(path):
-                    problems.append('host %s (group %s): %s %r does not exist (looked for %s); a bare name means '
-                                    'a task file shipped in the collection\'s playbooks/tasks' % (host, group, key, value, path))
+                    missing.setdefault((key, value, path), []).append(host)
                 resolved[key] = path
             if own.get('resource_name'):
                 resolved['resource_name'] = str(own['resource_name'])
             if resolved['drain_tasks'] and not resolved['undrain_tasks']:
                 one_way.append(host)
             result['hosts'][host] = resolved
+        for (key, value, path), named_by in sorted(missing.items(), key=lambda item: (item[0][0], str(item[0][1]))):
+            problems.append('group %s: %s %r does not exist (looked for %s; host(s) %s)%s'
+                            % (group, key, value, path, ', '.join(named_by), _task_file_hint(value, base_dir)))
         if one_way:
             problems.append('group %s: host(s) %s have drain_tasks but no undrain_tasks: they would stay out of '
                             'service after maintenance; set undrain_tasks too' % (group, ', '.join(one_way)))

@@ -91,6 +91,26 @@ class TestSetup:
         problems = build_setup(**arguments)['problems']
         assert any(fragment in problem for problem in problems), problems
 
+    def test_a_missing_task_file_is_one_problem_naming_its_hosts_and_what_to_write(self, tmp_path):
+        (tmp_path / 'drain.yml').write_text('---\n[]\n')
+        shipped = tmp_path / 'shipped'
+        shipped.mkdir()
+        problems = build_setup(['web', 'db'], INVENTORY, PLAY_HOSTS, base_dir=str(tmp_path), shipped_dir=str(shipped),
+                               group_settings={'web': {'drain_tasks': 'drain.yml', 'undrain_tasks': 'undrain.yml'},
+                                               'db': {'drain_tasks': './gone/drain.yml',
+                                                      'undrain_tasks': str(tmp_path / 'drain.yml')}})['problems']
+        web = ', '.join(INVENTORY['web'])
+        assert problems == [
+            "group web: drain_tasks 'drain.yml' does not exist (looked for %s; host(s) %s); a bare name means a task "
+            "file shipped in the collection's playbooks/tasks: to use the drain.yml in %s, write ./drain.yml"
+            % (shipped / 'drain.yml', web, tmp_path),
+            "group web: undrain_tasks 'undrain.yml' does not exist (looked for %s; host(s) %s); a bare name means a "
+            "task file shipped in the collection's playbooks/tasks: give a file of your own as a path, such as "
+            "./undrain.yml" % (shipped / 'undrain.yml', web),
+            "group db: drain_tasks './gone/drain.yml' does not exist (looked for %s; host(s) d0, d1)"
+            % (tmp_path / 'gone' / 'drain.yml'),
+        ]
+
     def test_drain_without_undrain_is_refused(self, tmp_path):
         drain = tmp_path / 'drain.yml'
         drain.write_text('---\n[]\n')
