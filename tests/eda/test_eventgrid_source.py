@@ -136,6 +136,73 @@ def test_both_schemas_give_the_normalized_event_once_per_change(source, wrap):
     assert queue.items[2]['scheduled_event']['event_status'] == 'Completed'
 
 
+class FakeClock(object):
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def deliveries(source, states, receiver=None):
+    """The changes emitted for ``states``: ``[(EventStatus, resourceEventTime), ...]`` delivered in that order."""
+    queue = ListQueue()
+    receiver = receiver or source.EventGridReceiver(settings(source), queue)
+    receiver.queue = queue
+    for status, time_text in states:
+        body = json.dumps(event_grid(resource_info(status), time_text)).encode()
+        assert run(receiver.handle('POST', {}, {'code': 's3cret'}, body))[0] == 200
+    return [(item['scheduled_event']['change'], item['scheduled_event']['event_status']) for item in queue.items]
+
+
+@pytest.mark.parametrize('states, expected', [
+    # A retry of Started after the event completed: it does not start again.
+    ([('Scheduled', 'T1'), ('Started', 'T2'), ('Completed', 'T3'), ('Started', 'T2')],
+     [('new', 'Scheduled'), ('started', 'Started'), ('removed', 'Completed')]),
+    # A retry of Scheduled after Started: the status does not go back, and Started is not emitted twice.
+    ([('Scheduled', 'T1'), ('Started', 'T2'), ('Scheduled', 'T1'), ('Started', 'T2')],
+     [('new', 'Scheduled'), ('started', 'Started')]),
+    # Started delivered before Scheduled: the late Scheduled is older by its time.
+    ([('Started', 'T2'), ('Scheduled', 'T1'), ('Completed', 'T3')],
+     [('new', 'Started'), ('removed', 'Completed')]),
+    # A change of the same status is older by its resourceEventTime alone.
+    ([('Scheduled', 'T2'), ('Scheduled+', 'T1')], [('new', 'Scheduled')]),
+    # Without times, the status order still holds.
+    ([('Started', ''), ('Scheduled', ''), ('Canceled', ''), ('Started', '')],
+     [('new', 'Started'), ('removed', 'Canceled')]),
+    # First seen when it is already over (the source started late): nothing to prepare for.
+    ([('Completed', 'T3'), ('Completed', 'T3')], [('removed', 'Completed')]),
+])
+def test_deliveries_out_of_order_emit_each_change_once_and_never_go_back(source, states, expected):
+    times = {'T1': '2026-01-01T00:00:01.5Z', 'T2': '2026-01-01T00:00:02.1234567Z', 'T3': '2026-01-01T00:00:03Z', '': ''}
+    queue = ListQueue()
+    receiver = source.EventGridReceiver(settings(source), queue)
+    for status, moment in states:
+        info = resource_info(status.rstrip('+'))
+        if status.endswith('+'):
+            info['properties']['Description'] = 'changed by Azure'
+        body = json.dumps(event_grid(info, times[moment])).encode()
+        assert run(receiver.handle('POST', {}, {'code': 's3cret'}, body))[0] == 200
+    assert [(item['scheduled_event']['change'], item['scheduled_event']['event_status'])
+            for item in queue.items] == expected
+
+
+def test_a_finished_event_is_forgotten_after_a_day_of_retries(source):
+    clock = FakeClock()
+    receiver = source.EventGridReceiver(settings(source), ListQueue(), clock=clock)
+    assert deliveries(source, [('Scheduled', ''), ('Completed', '')], receiver) == [
+        ('new', 'Scheduled'), ('removed', 'Completed')]
+    clock.now += source.FINISHED_KEPT_SECONDS - 1
+    assert deliveries(source, [('Started', '')], receiver) == []
+    assert len(receiver.last_seen) == 1
+    clock.now += 2
+    # Any delivery lets the receiver drop what it no longer needs.
+    other = dict(resource_info(), name='other')
+    other['properties'] = dict(other['properties'], EventId='0B5E7C2D-3A41-4F6E-8D9C-2E1F0A3B4C5D')
+    run(receiver.handle('POST', {}, {'code': 's3cret'}, json.dumps(event_grid(other)).encode()))
+    assert list(receiver.last_seen) == ['0b5e7c2d-3a41-4f6e-8d9c-2e1f0a3b4c5d'] and receiver.finished_at == {}
+
+
 def test_changes_filter_and_other_event_types(source):
     queue = ListQueue()
     receiver = source.EventGridReceiver(settings(source, changes=['removed']), queue)

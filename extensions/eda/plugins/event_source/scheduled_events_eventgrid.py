@@ -15,6 +15,7 @@ import logging
 import os
 import ssl
 import sys
+import time
 
 DOCUMENTATION = r'''
 ---
@@ -33,8 +34,11 @@ description:
     C(aeg-sas-key) header set as a delivery attribute) or the bearer O(token) (C(Authorization: Bearer ...)); others get
     HTTP 401 and are not looked at. Without either, the source refuses to start unless O(allow_unauthenticated) is set."
   - "A change is V(new) (first delivery of an event), V(started) (it became Started), V(changed) (another field
-    changed), or V(removed) (Completed or Canceled: C(event_status) says which). Event Grid delivers at least once, so a
-    repeated delivery of the same state emits nothing."
+    changed), or V(removed) (Completed or Canceled: C(event_status) says which; also the first delivery of an event
+    that is already over). Event Grid delivers at least once and not always in order, so a repeated delivery of the
+    same state emits nothing, and neither does an older one: a C(resourceEventTime) before the last one seen, a status
+    going back (Started to Scheduled), or anything after V(removed). A finished event is remembered for 24 hours,
+    as long as Event Grid retries."
   - C(meta.hosts) lists the VMs in the event's C(Resources), renamed through O(host_map).
   - Event Grid only delivers to HTTPS endpoints; give O(certfile) and O(keyfile), or put a TLS proxy in front.
 author:
@@ -140,6 +144,9 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_select import (  # noqa: E402
     event_id_key,
 )
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_time import (  # noqa: E402
+    parse_timestamp,
+)
 
 LOGGER_NAME = 'azure_maintenance.scheduled_events.eda.eventgrid'
 EVENT_KEY = 'scheduled_event'
@@ -147,6 +154,11 @@ EMITTED_TYPE = 'Microsoft.ResourceNotifications.MaintenanceResources.ScheduledEv
 VALIDATION_TYPE = 'Microsoft.EventGrid.SubscriptionValidationEvent'
 CHANGES = ('new', 'started', 'changed', 'removed')
 _FINISHED = ('completed', 'canceled')
+# An event's status only moves forward: Scheduled, Started, then Completed or Canceled.
+_STATUS_RANK = {'scheduled': 0, 'started': 1, 'completed': 2, 'canceled': 2}
+# Event Grid retries a delivery for up to 24 hours: a finished event's id is
+# kept that long, so that a late retry of it is recognised as one.
+FINISHED_KEPT_SECONDS = 24 * 3600
 _COMPARED = ('event_status', 'event_type', 'resources', 'not_before_raw', 'description', 'event_source',
              'duration_in_seconds')
 _OPTIONS = ('host', 'port', 'path', 'secret', 'token', 'allow_unauthenticated', 'certfile', 'keyfile', 'changes',
@@ -252,13 +264,37 @@ def split_delivery(body):
     return validation_code, emitted, ignored
 
 
+def _status_rank(event):
+    return _STATUS_RANK.get(str(event.get('event_status')).lower(), 0)
+
+
+def is_stale(previous, previous_time, event, event_time):
+    """Whether a delivery carries an older state of the event than the one already seen.
+
+    Event Grid delivers at least once and not in order: a retry can come after
+    a newer state. Older means: anything after the event finished (Completed or
+    Canceled; an event never comes back), a ``resourceEventTime`` before the
+    seen one's (``previous_time``, ``event_time``: epochs or None), or a status
+    that goes back (Started to Scheduled).
+    """
+    if previous is None:
+        return False
+    if str(previous.get('event_status')).lower() in _FINISHED:
+        return True
+    if previous_time is not None and event_time is not None and event_time < previous_time:
+        return True
+    return _status_rank(event) < _status_rank(previous)
+
+
 def change_of(previous, event):
     """The change ``event`` makes after ``previous`` (None: never seen), or None for a repeated delivery."""
+    status = str(event.get('event_status')).lower()
     if previous is None:
-        return 'new'
+        # First seen finished (its earlier deliveries came before the source
+        # started): "new" would have a rulebook prepare for what is over.
+        return 'removed' if status in _FINISHED else 'new'
     if all(previous.get(key) == event.get(key) for key in _COMPARED):
         return None
-    status = str(event.get('event_status')).lower()
     if status in _FINISHED:
         return 'removed'
     if status == 'started' and str(previous.get('event_status')).lower() != 'started':
@@ -269,11 +305,15 @@ def change_of(previous, event):
 class EventGridReceiver(object):
     """Turns deliveries into rulebook events; ``handle`` is the HTTP-free core, ``serve`` the aiohttp edge."""
 
-    def __init__(self, settings, queue, logger=None):
+    def __init__(self, settings, queue, logger=None, clock=time.monotonic):
         self.settings = settings
         self.queue = queue
         self.log = logger or logging.getLogger(LOGGER_NAME)
+        self.clock = clock
+        # {event id key: (the event as last seen, its resourceEventTime as an epoch or None)}
         self.last_seen = {}
+        # {event id key: clock reading when it finished}: to forget it after FINISHED_KEPT_SECONDS.
+        self.finished_at = {}
         self.port = None
 
     def hosts_for(self, event):
@@ -288,18 +328,33 @@ class EventGridReceiver(object):
         events, warnings = normalize_rows([resource_info])
         for warning in warnings:
             self.log.warning(warning)
+        self.forget_finished()
+        moment = parse_timestamp(event_time)
         for event in events:
             key = event_id_key(event['event_id'])
-            previous = self.last_seen.get(key)
+            previous, previous_time = self.last_seen.get(key, (None, None))
+            if is_stale(previous, previous_time, event, moment):
+                self.log.debug('Ignored an older delivery of event %s (%s at %s)', event['event_id'],
+                               event.get('event_status'), event_time)
+                continue
             change = change_of(previous, event)
             if change is None:
                 continue
-            self.last_seen[key] = event
+            self.last_seen[key] = (event, moment if moment is not None else previous_time)
+            if str(event.get('event_status')).lower() in _FINISHED:
+                self.finished_at[key] = self.clock()
             if change not in self.settings['changes']:
                 continue
             payload = dict(event, change=change, previous=previous if change in ('started', 'changed') else None,
                            event_time=event_time, source='eventgrid')
             await self.queue.put({EVENT_KEY: payload, 'meta': {'hosts': self.hosts_for(event)}})
+
+    def forget_finished(self):
+        """Drop the events that finished more than FINISHED_KEPT_SECONDS ago: memory stays flat for months."""
+        now = self.clock()
+        for key in [key for key, finished in self.finished_at.items() if now - finished > FINISHED_KEPT_SECONDS]:
+            del self.finished_at[key]
+            self.last_seen.pop(key, None)
 
     async def handle(self, method, headers, query, body):
         """``(status, JSON answer or None, extra headers)`` for one request."""
