@@ -184,3 +184,46 @@ def test_the_end_of_a_prepare_phase_is_saved_while_imds_fails(simulator, daemon)
     wait_until(lambda: daemon.state()['events'][event_id.lower()]['phases'].get('prepare', {}).get('finished'), 15,
                what='prepare phase saved as finished')
     assert daemon.stop() == 0
+
+
+def test_a_recover_hook_stopped_by_a_second_sigterm_runs_again_at_the_next_start(simulator, daemon):
+    daemon.add_hook('recover', '10-recover', sleep_seconds=60)
+    daemon.write_config(approval=NEVER)
+    daemon.start()
+    event_id = simulator.create_event('Freeze', ['WestNO_0'])
+    wait_until(lambda: event_id.lower() in daemon.state().get('events', {}), 15, what='the event saved')
+    simulator.cancel_event(event_id)
+    daemon.wait_for_hooks(event_id, ['recover/10-recover'])
+    # The first SIGTERM waits for the running hook; the second ends it at once.
+    daemon.send_signal(signal.SIGTERM)
+    wait_until(lambda: daemon.log_contains('stopping: waiting for the running recover hook'), 10,
+               what='the stop waiting for the hook')
+    assert daemon.stop(signal.SIGTERM, timeout=20) == 0
+    daemon.start()
+    daemon.wait_for_hooks(event_id, ['recover/10-recover', 'recover/10-recover'])
+    assert daemon.stop(signal.SIGKILL) is not None
+
+
+def test_prepare_hooks_due_before_a_restart_wait_for_the_first_poll(simulator, daemon):
+    # The second event's prepare is due behind the first's slow hook when the service is killed.
+    daemon.add_hook('prepare', '10-slow', sleep_seconds=60)
+    daemon.write_config(approval=NEVER)
+    daemon.start()
+    first = simulator.create_event('Freeze', ['WestNO_0'])
+    daemon.wait_for_hooks(first, ['prepare/10-slow'])
+    second = simulator.create_event('Reboot', ['WestNO_0'])
+    wait_until(lambda: daemon.state().get('events', {}).get(second.lower(), {}).get('due') == ['prepare'], 15,
+               what='the second event saved with its prepare due')
+    daemon.kill()
+    # Meanwhile Azure cancels the second event and starts the first. The first
+    # read after the restart is slow, which leaves the hook runner time to
+    # act on the saved state before it, were it to.
+    simulator.cancel_event(second)
+    simulator.start_event(first)
+    simulator.add_fault('delay', vm='WestNO_0', path='scheduledevents', method='GET', delay_seconds=3)
+    daemon.start()
+    # The first poll shows the second event gone: its prepare never runs.
+    wait_until(lambda: not daemon.state()['events'].get(second.lower(), {}).get('due'), 30,
+               what='the second event handled after the restart')
+    assert daemon.hook_calls(second) == []
+    assert daemon.stop(signal.SIGKILL) is not None

@@ -141,6 +141,10 @@ class Service(object):
         self.wake = threading.Event()
         self.work_available = threading.Event()
         self.stopping = threading.Event()
+        # Set by the first poll that read the events: until then the state
+        # saved before a restart may be out of date (an event Started or gone
+        # meanwhile), so the hook runner runs only recover phases.
+        self.polled = threading.Event()
         self.abort_hooks = threading.Event()
         self.reload_requested = threading.Event()
         self.metrics = Metrics()
@@ -340,6 +344,14 @@ class Service(object):
             elif kind == 'prepare_skipped':
                 self._publish(kind, event, level='warning', message='event %s Started before its prepare hooks could '
                               'begin; they are skipped' % event.get('event_id'), **detail)
+            elif kind == 'started_skipped':
+                self._publish(kind, event, level='warning', message='event %s was gone before its started hooks could '
+                              'begin; they are skipped, its recover hooks run' % event.get('event_id'), **detail)
+            elif kind == 'hooks_dropped':
+                self._publish(kind, event, message='event %s does not list this VM (%s) in Resources %s: %s'
+                              % (event.get('event_id'), self.resource_name, event.get('resources'),
+                                 'its recover hooks still run, to undo its prepare hooks' if detail['recover_runs']
+                                 else 'its hooks are dropped'), **detail)
             else:
                 self._publish(kind, event, **detail)
 
@@ -366,6 +378,7 @@ class Service(object):
             notes = reconcile(self.state, normalized, self.resource_name, self.config['hooks_for_other_vms'])
             if result.changes.incarnation_changed or notes:
                 self.dirty = True
+            self.polled.set()
             if any(record['due'] for record in self.state['events'].values()):
                 self.work_available.set()
         self.metrics.set('document_incarnation', normalized['document_incarnation'])
@@ -483,7 +496,7 @@ class Service(object):
     def _runner_loop(self):
         while True:
             with self.lock:
-                job = next_job(self.state)
+                job = next_job(self.state, recover_only=not self.polled.is_set())
             if self.stopping.is_set():
                 return
             if job is None:
@@ -583,6 +596,13 @@ class Service(object):
         for line in result.output.splitlines()[:OUTPUT_LOG_LINES]:
             self.logger.info('%s/%s: %s', phase, name, line,
                              extra={'fields': {'phase': phase, 'hook': name, 'event_id': event.get('event_id')}})
+        if phase == PHASE_RECOVER and result.outcome == hook_runner.OUTCOME_INTERRUPTED:
+            # Stopped by a second SIGTERM: its result stays "running", which
+            # is what makes the next start run it again (see _run_phase).
+            self.logger.warning('recover hook %s for %s was interrupted as the service stopped; it runs again when '
+                                'the service starts', name, event.get('event_id'),
+                                extra={'fields': {'phase': phase, 'hook': name, 'event_id': event.get('event_id')}})
+            return
         with self.lock:
             phase_record['results'][name] = {'outcome': result.outcome, 'exit_code': result.exit_code,
                                              'started_at': phase_record['results'][name]['started_at'],

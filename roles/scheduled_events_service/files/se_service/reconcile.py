@@ -56,7 +56,35 @@ def _new_record(event, hooks_enabled):
 def _enable_hooks_late(record):
     """An event whose Resources now list this VM gets the phases its status calls for."""
     record['hooks_enabled'] = True
-    record['due'].append(PHASE_STARTED if record['event'].get('event_status') == 'Started' else PHASE_PREPARE)
+    record['recover_only'] = False
+    phase = PHASE_STARTED if record['event'].get('event_status') == 'Started' else PHASE_PREPARE
+    if not phase_begun(record, phase) and phase not in record['due']:
+        record['due'].append(phase)
+
+
+def _disable_hooks_late(record):
+    """An event whose hooks began while this VM's name was unknown, now known not to be this VM's.
+
+    Returns True when it had hooks no phase of which began: they are dropped.
+    An event whose prepare hooks ran keeps only its recover, to undo them.
+    """
+    if not record['phases']:
+        record['hooks_enabled'] = False
+        record['due'] = []
+        return True
+    record['recover_only'] = True
+    record['due'] = [phase for phase in record['due'] if phase == PHASE_RECOVER or phase_begun(record, phase)]
+    return False
+
+
+def _rejudge_hooks(record, hooks_for_other_vms, notes):
+    """Switch an event's hooks on or off as what is known now of this VM's name says."""
+    applies = _hooks_apply(record['event'], hooks_for_other_vms)
+    if applies and (not record['hooks_enabled'] or record.get('recover_only')):
+        _enable_hooks_late(record)
+    elif not applies and record['hooks_enabled'] and not record.get('recover_only'):
+        dropped = _disable_hooks_late(record)
+        notes.append(('hooks_dropped', record['event'], {'recover_runs': not dropped}))
 
 
 def _hooks_apply(event, hooks_for_other_vms):
@@ -69,7 +97,7 @@ def reconcile(state, document, resource_name, hooks_for_other_vms):
     """Fold a normalized document into ``state``; return the notes ``[(kind, event, detail)]``.
 
     Kinds: ``incarnation_reset``, ``new``, ``started``, ``changed``,
-    ``prepare_skipped``, ``removed``. What changed is found by the core's
+    ``prepare_skipped``, ``started_skipped``, ``hooks_dropped``, ``removed``. What changed is found by the core's
     change tracker, against the events the state holds as present.
     ``resource_name`` None means this VM's name is not known yet.
     """
@@ -95,6 +123,9 @@ def reconcile(state, document, resource_name, hooks_for_other_vms):
             if record['hooks_enabled']:
                 # Every event whose hooks were due gets exactly one recover,
                 # cancelled ones included; phases that never began are moot.
+                if PHASE_STARTED in record['due'] and not phase_begun(record, PHASE_STARTED):
+                    notes.append(('started_skipped', record['event'], {
+                        'reason': 'the event was gone before its started hooks could begin'}))
                 record['due'] = [phase for phase in record['due'] if phase_begun(record, phase)]
                 if not phase_begun(record, PHASE_RECOVER):
                     record['due'].append(PHASE_RECOVER)
@@ -115,10 +146,9 @@ def reconcile(state, document, resource_name, hooks_for_other_vms):
                 record['due'].remove(PHASE_RECOVER)
             kind = _change_since(record['event'], event)
         record['event'] = event
-        if not record['hooks_enabled'] and _hooks_apply(event, hooks_for_other_vms):
-            _enable_hooks_late(record)
+        _rejudge_hooks(record, hooks_for_other_vms, notes)
         if kind == CHANGE_STARTED:
-            if record['hooks_enabled']:
+            if record['hooks_enabled'] and not record.get('recover_only'):
                 if PHASE_PREPARE in record['due'] and not phase_begun(record, PHASE_PREPARE):
                     record['due'].remove(PHASE_PREPARE)
                     notes.append(('prepare_skipped', event, {'reason': 'the event Started before its prepare hooks '
@@ -128,7 +158,7 @@ def reconcile(state, document, resource_name, hooks_for_other_vms):
             notes.append(('started', event, {}))
         elif kind == CHANGE_CHANGED:
             notes.append(('changed', event, {}))
-    _refresh_identity(state, resource_name, hooks_for_other_vms)
+    _refresh_identity(state, resource_name, hooks_for_other_vms, notes)
     return notes
 
 
@@ -138,7 +168,7 @@ def _change_since(before, after):
     return items[0][0] if items else None
 
 
-def _refresh_identity(state, resource_name, hooks_for_other_vms):
+def _refresh_identity(state, resource_name, hooks_for_other_vms, notes):
     """Re-judge present events for this VM: its name may have become known (or changed) since they were stored."""
     for key in state['event_order']:
         record = state['events'][key]
@@ -147,8 +177,7 @@ def _refresh_identity(state, resource_name, hooks_for_other_vms):
         refreshed = stored_event(record['event'], resource_name)
         if refreshed != record['event']:
             record['event'] = refreshed
-        if not record['hooks_enabled'] and _hooks_apply(refreshed, hooks_for_other_vms):
-            _enable_hooks_late(record)
+            _rejudge_hooks(record, hooks_for_other_vms, notes)
 
 
 def retire_finished(state, history_limit):
@@ -162,20 +191,32 @@ def retire_finished(state, history_limit):
     del state['history'][:-history_limit]
 
 
-def next_job(state):
-    """``(key, phase)`` of the next phase to run (events in the order first seen), or None."""
+def next_job(state, recover_only=False):
+    """``(key, phase)`` of the next phase to run (events in the order first seen), or None.
+
+    ``recover_only``: only recover phases, which concern events already gone
+    (what the service does before its first poll has said what is still true).
+    """
     for key in state['event_order']:
         record = state['events'][key]
-        if record['due']:
+        if record['due'] and (not recover_only or record['due'][0] == PHASE_RECOVER):
             return key, record['due'][0]
     return None
 
 
-def prepare_outcome(record):
-    """How the event's prepare phase ended, as the approval policy needs it."""
+def prepare_outcome(record, resource_name=None):
+    """How the event's prepare phase ended, as the approval policy needs it.
+
+    An event without hooks has nothing to wait for, unless ``resource_name``
+    (this VM's name now) shows it is this VM's: the name changed (a reload)
+    since the last poll judged it, and its prepare hooks are still to come.
+    """
     phase = record['phases'].get(PHASE_PREPARE)
     if phase is None or not phase.get('finished'):
-        return PREPARE_NOT_DONE if record['hooks_enabled'] else PREPARE_SUCCEEDED
+        if record['hooks_enabled']:
+            return PREPARE_NOT_DONE
+        ours_now = resource_name is not None and stored_event(record['event'], resource_name)['affects_this_vm']
+        return PREPARE_NOT_DONE if ours_now else PREPARE_SUCCEEDED
     return PREPARE_SUCCEEDED if phase.get('succeeded') else PREPARE_FAILED
 
 
@@ -193,7 +234,7 @@ def approvals_due(state, policy, resource_name, assume_prepare_succeeds=False):
             # approving_at: a POST may have gone out before the service
             # stopped; sending it again after a restart is what must not happen.
             continue
-        outcome = prepare_outcome(record)
+        outcome = prepare_outcome(record, resource_name)
         if assume_prepare_succeeds and outcome == PREPARE_NOT_DONE:
             outcome = PREPARE_SUCCEEDED
         decision, rule, reason = approval_decision(policy, record['event'], resource_name, outcome)
