@@ -134,7 +134,10 @@ class Identity(object):
     def __init__(self, override=None, base=1.0, cap=MAX_IDENTITY_BACKOFF_SECONDS, clock=time.monotonic):
         self.name = override or None
         self.source = SOURCE_OPTION if override else None
-        self.backoff = Backoff(base, cap, clock)
+        # Every failure backs off, a time-out or a 404 as much as a 429: the
+        # lookup is not the beat (the events are), and a path that keeps
+        # failing would otherwise be asked at the poll interval for ever.
+        self.backoff = Backoff(base, cap, clock, escalate_all=True)
         self.last_error = None
 
     @property
@@ -294,11 +297,14 @@ class Poller(object):
         return None if self.client.first_call_pending else self.quick_deadline()
 
     def poll(self):
-        """One round: the identity if due, then the document. Returns a PollResult."""
+        """One round: the document, then the identity if due. Returns a PollResult.
+
+        The events first: a slow or failing identity lookup must not delay
+        reading them (a Preempt gives 30 s of notice), and the first request
+        of all, the one that enables Scheduled Events, is the events'. The
+        lookup still comes before the caller judges this round's events.
+        """
         messages = []
-        if self.identity.due():
-            for level, key, text in self.identity.lookup(self.client, deadline=self.quick_deadline()):
-                self._say(messages, level, key, text)
         try:
             normalized, raw = self.client.get_document(deadline=self._read_deadline())
         except RequestCancelledError as exc:
@@ -312,6 +318,12 @@ class Poller(object):
             messages.append((LEVEL_INFO, 'Scheduled Events answer again after %d failed poll(s)'
                              % self.backoff.failures))
         self.backoff.succeeded()
+        if self.identity.due():
+            try:
+                for level, key, text in self.identity.lookup(self.client, deadline=self.quick_deadline()):
+                    self._say(messages, level, key, text)
+            except RequestCancelledError as exc:
+                return PollResult(error=exc, delay=0.0, messages=messages)
         self.polls_succeeded += 1
         changes = track_changes(self.previous_events, self.previous_incarnation, normalized)
         if changes.incarnation_changed:

@@ -164,11 +164,29 @@ def test_identity_is_asked_on_every_poll_until_known_then_never(clock):
         assert result.ok
         lookups.append(sum(1 for kind, dummy in client.calls if kind == 'compute'))
         clock.now += result.delay
-    assert lookups == [1, 2, 3, 3]
+    # Each failure backs off (1 s, then 2 s): the 410 keeps the third poll from asking.
+    assert lookups == [1, 2, 2, 3]
     assert poller.identity.name == 'vm1' and poller.identity.source == 'imds'
     # Every lookup had a short deadline: a 410 cannot hold the loop for 70 s.
     assert all(deadline is not None and deadline - 100.0 <= 20.0 for kind, deadline in client.calls
                if kind == 'compute')
+
+
+def test_a_failing_lookup_comes_after_the_events_and_backs_off_whatever_the_failure(clock):
+    client = FakeClient(clock, documents=[document(1)] * 8, identities=[ImdsTimeoutError('slow')] * 8)
+    poller = Poller(client, poll_interval=1.0, clock=clock)
+    asked_at = []
+    for dummy in range(8):
+        calls = len(client.calls)
+        assert poller.poll().ok
+        kinds = [kind for kind, dummy in client.calls[calls:]]
+        # The events are read first in every poll, whatever the lookup does.
+        assert kinds[0] == 'events', kinds
+        if 'compute' in kinds:
+            asked_at.append(clock.now)
+        clock.now += 1.0
+    # Asked after 1, 2, 4 s, then at most every 5 s: never at the beat.
+    assert [round(later - earlier) for earlier, later in zip(asked_at, asked_at[1:])] == [1, 2, 4]
 
 
 def test_identity_failures_are_said_once_and_say_what_it_means(clock):
