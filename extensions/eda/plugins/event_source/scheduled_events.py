@@ -85,7 +85,8 @@ options:
   only_this_vm:
     description:
       - Emit only changes of events whose C(Resources) include this VM, or may include it while this VM's name is not
-        known yet (see O(resource_name)).
+        known yet (see O(resource_name)). An event emitted then, which turns out to be another VM's once the name is
+        known, still gets its V(removed), so that a rule can undo what it did for it.
       - Every VM of an availability set or scale-set placement group sees the events of all of them; with V(false)
         one VM can watch the whole set.
     type: bool
@@ -201,11 +202,15 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_poller import (  # noqa: E402
     CHANGE_NEW,
+    CHANGE_REMOVED,
     CHANGE_STARTED,
     CHANGES,
     MAX_POLL_BACKOFF_SECONDS,
     Poller,
     incarnation_reset_message,
+)
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_select import (  # noqa: E402
+    event_id_key,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_wait import (  # noqa: E402
     DEFAULT_POLL_INTERVAL,
@@ -323,6 +328,10 @@ class ScheduledEventsSource(object):
         self._thread_lock = threading.Lock()
         self._threads_running = 0
         self._stopping = False
+        # Ids of the present events a rulebook has heard of: with only_this_vm,
+        # an event emitted while this VM's name was unknown (possibly ours)
+        # still gets its "removed", so that what a rule did for it is undone.
+        self._emitted = set()
 
     @property
     def resource_name(self):
@@ -422,11 +431,18 @@ class ScheduledEventsSource(object):
         """The rulebook events for the poller's Changes, in its order."""
         emitted = []
         for kind, event, previous in changes.items:
+            key = event_id_key(event.get('event_id'))
+            heard_of = key in self._emitted
+            if kind == CHANGE_REMOVED:
+                self._emitted.discard(key)
             # False only once the name is known: an event that may be ours is kept.
-            if self.settings['only_this_vm'] and self.poller.identity.affects(event) is False:
+            if self.settings['only_this_vm'] and self.poller.identity.affects(event) is False and not (
+                    kind == CHANGE_REMOVED and heard_of):
                 continue
             if self._wanted(kind, event):
                 emitted.append(self._rulebook_event(kind, event, previous, incarnation))
+                if kind != CHANGE_REMOVED:
+                    self._emitted.add(key)
         return emitted
 
     async def poll_once(self, queue):

@@ -268,6 +268,19 @@ def test_only_this_vm_drops_events_of_other_vms(source_module):
     assert changes_of(mine) == [('new', FREEZE_ID), ('removed', FREEZE_ID)]
 
 
+def test_only_this_vm_still_removes_an_event_emitted_before_the_name_was_known(source_module):
+    # Another VM's event, seen while the identity lookup fails: possibly ours, so emitted.
+    steps = [document('user_reboot_other_vm.json')] * 3 + [document('user_reboot_other_vm.json', 8)]
+    steps += [document('empty.json', 9)] * 2
+    items, dummy, source, dummy_sleeps = run_source(source_module, steps, only_this_vm=True, retries=0,
+                                                    compute=[500, load_fixture('compute.json')])
+    assert source.resource_name == 'WestNO_0'
+    assert changes_of(items) == [('new', USER_REBOOT_ID), ('removed', USER_REBOOT_ID)]
+    assert items[0]['scheduled_event']['affects_this_vm'] is None
+    assert items[1]['scheduled_event']['affects_this_vm'] is False
+    assert source._emitted == set()  # pylint: disable=protected-access
+
+
 def test_resource_name_option_skips_discovery(source_module):
     items, transport, dummy, dummy_sleeps = run_source(source_module, [document('user_reboot_other_vm.json')],
                                                        resource_name='westno_1')
