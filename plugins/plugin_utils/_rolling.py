@@ -384,12 +384,21 @@ def host_status(pairs, play_hosts):
 
 
 def event_row(event):
-    """A fixed-width table row about one normalized event, for overviews."""
+    """A fixed-width table row about one normalized event, for overviews.
+
+    A value wider than its column is shown whole (the row is longer): the
+    leader, a scale-set instance name, says who approves.
+    """
     duration = event.get('duration_in_seconds')
+    not_before = event.get('not_before')
+    if not not_before:
+        # Empty once Started; a Scheduled one IMDS gave in a form that could
+        # not be read is shown as given.
+        not_before = '(started)' if event.get('event_status') == 'Started' else event.get('not_before_raw') or '?'
     return '%-10s %-10s %-9s %-21s %-9s %-17s %s' % (
         event.get('event_status') or '?', event.get('event_type') or '?', event.get('event_source') or '-',
-        event.get('not_before') or '(started)', '?' if duration in (None, -1) else '%ss' % duration,
-        (event.get('leader') or '-')[:17], event.get('event_id') or '?')
+        not_before, '?' if duration in (None, -1) else '%ss' % duration,
+        event.get('leader') or '-', event.get('event_id') or '?')
 
 
 def format_epoch(epoch):

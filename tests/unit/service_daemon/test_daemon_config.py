@@ -46,10 +46,16 @@ def test_every_duration_must_be_a_finite_number_in_its_range(key, value):
 def test_the_bounds_of_each_range_are_accepted(key):
     section, dummy, name = key.rpartition('.')
     for bound in RANGES[key]:
-        bound = max(bound, 0.25) if key == 'poll_interval' else bound
         given = {name: bound} if not section else {section: dict({name: bound}, **(WEBHOOK if section == 'webhook' else {}))}
         config = validate_config(given)
         assert (config[section] if section else config)[name] == float(bound)
+
+
+@pytest.mark.parametrize('value', [-1, 0, 0.2])
+def test_a_poll_interval_out_of_range_names_the_range_it_must_be_in(value):
+    with pytest.raises(ConfigError) as caught:
+        validate_config({'poll_interval': value})
+    assert str(caught.value) == 'poll_interval must be from 0.25 to 60 seconds, got %r' % (value,)
 
 
 @pytest.mark.parametrize('text', ['{"hook_timeout": NaN}', '{"timeout": Infinity}', '{"poll_interval": -Infinity}'])

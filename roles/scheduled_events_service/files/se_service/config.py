@@ -19,7 +19,7 @@ from .core._se_client import DEFAULT_ENDPOINT, validate_api_version, validate_en
 from .core._se_document import DEFAULT_API_VERSION
 from .core._se_errors import InvalidParameterError
 from .policy import validate_policy
-from .core._se_wait import validate_poll_interval
+from .core._se_wait import MIN_POLL_INTERVAL, validate_poll_interval
 
 from . import logs
 from .security import InsecureFileError, check_trusted
@@ -78,7 +78,8 @@ def _merge(defaults, given, where):
 # the daemon useful - a Preempt gives 30 s of notice, most events 5 to 15
 # minutes - and keep every sum and sleep made of them far from overflow.
 RANGES = {
-    'poll_interval': (0, 60),
+    # Faster than MIN_POLL_INTERVAL, IMDS would throttle the VM.
+    'poll_interval': (MIN_POLL_INTERVAL, 60),
     'timeout': (0.1, 300),
     'hook_timeout': (1, 3600),
     'metrics.textfile_interval': (1, 3600),

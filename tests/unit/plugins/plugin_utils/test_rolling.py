@@ -238,3 +238,7 @@ def test_event_row_is_fixed_width():
                   'C7061BAC-AFDC-4513-B24B-AA5F13A16123'
     started = event_row({'event_status': 'Started', 'duration_in_seconds': -1})
     assert started.split()[:5] == ['Started', '?', '-', '(started)', '?']
+    # A NotBefore that could not be read is shown as IMDS gave it, not as "(started)"; a long leader whole.
+    unread = event_row({'event_status': 'Scheduled', 'not_before': None, 'not_before_raw': 'soon',
+                        'leader': 'averyveryveryverylongscalesetname_12', 'event_id': 'E'})
+    assert unread.split() == ['Scheduled', '?', '-', 'soon', '?', 'averyveryveryverylongscalesetname_12', 'E']
