@@ -52,15 +52,22 @@ def events_of(value, filter_name):
 
 
 def resources_of(event):
-    """The Resources of a normalized (``resources``) or raw IMDS (``Resources``) event, as a list of str."""
+    """The Resources of a normalized (``resources``) or raw IMDS (``Resources``) event, as a list of str.
+
+    In a raw event, a leading underscore is dropped: api-version 2017-03-01
+    put one before every name, and no Azure VM name begins with one (the
+    normalized view has it dropped already).
+    """
     resources = event.get('resources')
-    if resources is None:
+    raw = resources is None
+    if raw:
         resources = event.get('Resources')
     if resources is None:
         return []
     if isinstance(resources, str):
-        return [resources]
-    return [str(name) for name in resources if name is not None]
+        resources = [resources]
+    names = [str(name) for name in resources if name is not None]
+    return [name[1:] if raw and name.startswith('_') else name for name in names]
 
 
 def event_of(value, filter_name):

@@ -76,6 +76,12 @@ class TestAffecting(object):
     def test_raw_events_list(self, raw_document):
         assert len(affecting(raw_document['Events'], 'westno_0')) == 3
 
+    def test_a_raw_2017_03_01_document_names_vms_with_an_underscore(self):
+        # That api-version put an underscore before every name; the VM is still WestNO_0.
+        raw = {'DocumentIncarnation': 1, 'Events': [{'EventId': FREEZE, 'Resources': ['_WestNO_0', '_WestNO_1']}]}
+        assert [event['EventId'] for event in affecting(raw, 'WestNO_0')] == [FREEZE]
+        assert leader_of(raw['Events'][0]) == 'WestNO_0'
+
     def test_nothing_affects_an_unknown_vm(self, results):
         assert affecting(results['web-a']['events'], 'Elsewhere_9') == []
 
