@@ -148,6 +148,21 @@ def merge_fleet_events(pairs):
     return [_fleet_event(merged[key]['event'], merged[key]['seen_by'], hosts_by_name) for key in order]
 
 
+def _hosts_named(name, hosts_by_name, seen_by):
+    """The hosts whose VM is ``name``.
+
+    VM names are unique within a resource group only: when several hosts
+    report the same name, the ones whose IMDS holds the event are the VM it
+    names (a VM always sees its own events), if any of them does.
+    """
+    matched = hosts_by_name.get(name.lower()) or []
+    if len(matched) > 1:
+        seen = [host for host in matched if host in seen_by]
+        if seen:
+            return seen
+    return matched
+
+
 def _fleet_event(event, seen_by, hosts_by_name):
     fleet_event = dict((key, value) for key, value in event.items() if key not in _PER_HOST_KEYS)
     resources = resources_of(event)
@@ -156,13 +171,13 @@ def _fleet_event(event, seen_by, hosts_by_name):
     fleet_event['leader'] = leader
     hosts, unmatched = [], []
     for name in resources:
-        matched = hosts_by_name.get(name.lower())
+        matched = _hosts_named(name, hosts_by_name, seen_by)
         if matched:
             for host in matched:
                 _append_once(hosts, host)
         else:
             unmatched.append(name)
-    leader_hosts = hosts_by_name.get(leader.lower(), []) if leader else []
+    leader_hosts = _hosts_named(leader, hosts_by_name, seen_by) if leader else []
     fleet_event['hosts'] = hosts
     fleet_event['leader_host'] = leader_hosts[0] if leader_hosts else None
     fleet_event['seen_by'] = list(seen_by)

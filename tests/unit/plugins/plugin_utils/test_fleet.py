@@ -49,3 +49,16 @@ def test_inputs_are_not_modified():
     pairs = [('h0', result('VM_0', original))]
     merge_fleet_events(pairs)
     assert original == event('E1')
+
+
+def test_hosts_of_two_vms_with_one_name_are_told_apart_by_who_sees_the_event():
+    # app-01 in production and in staging (VM names are unique within a resource group only).
+    pairs = [('stage-app-01', result('app-01')),
+             ('prod-app-01', result('app-01', event('E1', resources=['app-01', 'app-02']))),
+             ('prod-app-02', result('app-02', event('E1', resources=['app-01', 'app-02'])))]
+    merged = merge_fleet_events(pairs)[0]
+    assert merged['hosts'] == ['prod-app-01', 'prod-app-02'] and merged['leader_host'] == 'prod-app-01'
+    # When none of them saw it (unreachable this time), every host of that name stays listed.
+    merged = merge_fleet_events([('stage-app-01', result('app-01')), ('prod-app-01', result('app-01')),
+                                 ('prod-app-02', result('app-02', event('E1', resources=['app-01', 'app-02'])))])[0]
+    assert merged['hosts'] == ['stage-app-01', 'prod-app-01', 'prod-app-02']
