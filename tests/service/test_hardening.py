@@ -29,7 +29,7 @@ def _no_traceback(text):
 
 @pytest.mark.parametrize('key, value, message', [
     ('timeout', 1e12, 'timeout must be from 0.1 to 300 seconds'),
-    ('poll_interval', 1e12, 'poll_interval must be from 0 to 60 seconds'),
+    ('poll_interval', 1e12, 'poll_interval must be from 0.25 to 60 seconds'),
     ('timeout', float('inf'), 'Infinity is not a JSON number'),
     ('hook_timeout', float('nan'), 'NaN is not a JSON number'),
 ])

@@ -53,7 +53,7 @@ def test_check_refuses_insecure_files_precisely(daemon, breakage, message):
 
 
 @pytest.mark.parametrize('overrides, message', [
-    ({'poll_interval': 0.1}, 'would exceed the IMDS throttle'),
+    ({'poll_interval': 0.1}, 'IMDS would throttle the VM'),
     ({'api_version': 'latest'}, "api_version 'latest' is not of the form YYYY-MM-DD"),
     ({'endpoint': 'ftp://x'}, 'is not an http:// URL'),
     ({'hooks_dir': 'relative/hooks'}, 'hooks_dir must be an absolute path'),
@@ -190,7 +190,7 @@ def test_sighup_reloads_the_configuration_and_keeps_it_when_broken(simulator, da
     daemon.send_signal(signal.SIGHUP)
     wait_until(lambda: daemon.log_contains('reload refused'), 10, what='refused reload')
     refusal = [e for e in daemon.log_entries() if 'reload refused' in e['message']][0]
-    assert 'would exceed the IMDS throttle' in refusal['message']
+    assert 'IMDS would throttle the VM' in refusal['message']
     later = simulator.create_event('Freeze', ['WestNO_0'])
     wait_until(lambda: approvals_of(simulator, later), 10, what='old configuration still in force')
     assert daemon.stop() == 0

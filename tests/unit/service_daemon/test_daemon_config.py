@@ -55,7 +55,8 @@ def test_the_bounds_of_each_range_are_accepted(key):
 def test_a_poll_interval_out_of_range_names_the_range_it_must_be_in(value):
     with pytest.raises(ConfigError) as caught:
         validate_config({'poll_interval': value})
-    assert str(caught.value) == 'poll_interval must be from 0.25 to 60 seconds, got %r' % (value,)
+    assert str(caught.value) == ('poll_interval must be from 0.25 to 60 seconds; more often, IMDS would throttle the '
+                                 'VM (about 5 requests a second, shared by every client on it), got %r' % (value,))
 
 
 @pytest.mark.parametrize('text', ['{"hook_timeout": NaN}', '{"timeout": Infinity}', '{"poll_interval": -Infinity}'])

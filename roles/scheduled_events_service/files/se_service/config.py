@@ -78,12 +78,15 @@ def _merge(defaults, given, where):
 # the daemon useful - a Preempt gives 30 s of notice, most events 5 to 15
 # minutes - and keep every sum and sleep made of them far from overflow.
 RANGES = {
-    # Faster than MIN_POLL_INTERVAL, IMDS would throttle the VM.
     'poll_interval': (MIN_POLL_INTERVAL, 60),
     'timeout': (0.1, 300),
     'hook_timeout': (1, 3600),
     'metrics.textfile_interval': (1, 3600),
     'webhook.timeout': (0.1, 300),
+}
+# Why a range is what it is, where its message should say.
+RANGE_REASONS = {
+    'poll_interval': 'more often, IMDS would throttle the VM (about 5 requests a second, shared by every client on it)',
 }
 # Where systemd puts the credentials of LoadCredential= (systemd.exec(5)).
 CREDENTIALS_VARIABLE = 'CREDENTIALS_DIRECTORY'
@@ -96,7 +99,9 @@ def _number(config, key, where=None):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError('%s must be a number of seconds, got %r' % (name, value))
     if not math.isfinite(value) or not minimum <= value <= maximum:
-        raise ConfigError('%s must be from %s to %s seconds, got %r' % (name, minimum, maximum, value))
+        reason = RANGE_REASONS.get(name)
+        raise ConfigError('%s must be from %s to %s seconds%s, got %r'
+                          % (name, minimum, maximum, '; ' + reason if reason else '', value))
     return float(value)
 
 
