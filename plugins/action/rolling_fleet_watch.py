@@ -52,6 +52,9 @@ def fleet_reader(params, client):
                                    'azure_maintenance.scheduled_events.scheduled_events_fleet_info')
 
     def read():
+        # One client serves every read of the watch: each read gets the whole
+        # timeout, not what the reads before it left of it.
+        client.renew()
         return run_on_controller(lambda module: scheduled_events_fleet_info.run_module(module, client=client),
                                  read_params, False, 'scheduled_events_fleet_info')
     return read

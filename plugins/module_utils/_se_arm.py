@@ -24,10 +24,11 @@ from ._se_arm_options import CLOUDS, DEFAULT_TIMEOUT
 from ._se_errors import InvalidParameterError, ScheduledEventsError
 
 try:
+    from http.client import HTTPException
     from urllib.error import HTTPError
-    from urllib.request import Request, build_opener
+    from urllib.request import HTTPRedirectHandler, Request, build_opener
 except ImportError:  # pragma: no cover - Python 2 has no place on the controller
-    HTTPError = Request = build_opener = None
+    HTTPException = HTTPError = HTTPRedirectHandler = Request = build_opener = None
 
 # Cloud name (as azure.azcollection's cloud_environment) -> (ARM endpoint, Entra ID authority host).
 CONTRIBUTOR_ROLE = 'ScheduledEventContributor'
@@ -125,13 +126,21 @@ def explain(status, code, message, url):
                                                     str(message).rstrip('. '), hint)
 
 
+class _RefuseRedirects(HTTPRedirectHandler if HTTPRedirectHandler else object):
+    """A redirect is answered as it came: ARM sends none, and following one would turn the POST into a GET and
+    carry the bearer token to wherever it points."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # pylint: disable=too-many-arguments
+        return None
+
+
 def _default_send(url, body, headers, timeout):
     """POST ``body`` (bytes); ``(status, headers with lower-case names, body bytes)``; OSError when no answer."""
     request = Request(url, data=body, headers=headers)
     try:
-        # The default handlers: proxy settings from the environment apply, as
-        # ARM is reached like any public HTTPS service.
-        response = build_opener().open(request, timeout=timeout)
+        # The default handlers but redirects: proxy settings from the
+        # environment apply, as ARM is reached like any public HTTPS service.
+        response = build_opener(_RefuseRedirects()).open(request, timeout=timeout)
     except HTTPError as exc:
         return exc.code, dict((key.lower(), value) for key, value in (exc.headers or {}).items()), exc.read()
     try:
@@ -193,6 +202,7 @@ class ArmClient(object):
         url = '%s%s?api-version=%s' % (self.endpoint, path, api_version)
         body = json.dumps(payload).encode('utf-8') if payload is not None else b''
         attempt = 0
+        token_refreshed = False
         while True:
             attempt += 1
             headers = {'Authorization': 'Bearer ' + self.token(), 'Content-Type': 'application/json',
@@ -201,8 +211,15 @@ class ArmClient(object):
             self.requests += 1
             try:
                 status, answer_headers, answer = self._send(url, body, headers, timeout)
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, HTTPException) as exc:
+                # HTTPException: the connection dropped in the middle of an answer (IncompleteRead).
                 status, answer_headers, answer = None, {}, str(exc).encode('utf-8')
+            if status == 401 and not token_refreshed:
+                # The token may have expired since it was got (a long wait
+                # outlives the last minutes of a CLI token): a new one, once.
+                token_refreshed = True
+                self._token = None
+                continue
             if status is not None and 200 <= status < 300:
                 try:
                     return (json.loads(answer.decode('utf-8')) if answer else {}), answer_headers

@@ -273,6 +273,8 @@ class FleetApproval(object):
     def acknowledged(self, event):
         self.result['approved'].append(event['event_id'])
         self.result['acknowledged_arm_ids'].append(event['arm_id'])
+        # At once: a later acknowledge that fails must not report this one as no change.
+        self.result['changed'] = True
 
     def acknowledge(self, plan):
         if self.module.check_mode:

@@ -13,6 +13,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+
 import pytest
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -23,7 +25,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolli
     rolling_fleet_reconcile,
     rolling_fleet_setup,
 )
-from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm import ArmError
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm import ArmClient, ArmError
 from ansible_collections.azure_maintenance.scheduled_events.plugins.modules import rolling_fleet_watch
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling import (
     CHECK_MODE_STOP,
@@ -115,8 +117,9 @@ def watch_params(state=None, results=None, **options):
     return outcome.validated_parameters
 
 
-def watch(graph, clock, check_mode=False, **params):
-    return run_watch(watch_params(**params), check_mode, client=graph, clock=clock.time, sleep=clock.sleep)
+def watch(graph, clock, check_mode=False, graph_client=None, **params):
+    return run_watch(watch_params(**params), check_mode, client=graph_client or graph, clock=clock.time,
+                     sleep=clock.sleep)
 
 
 def test_quiet_rounds_stay_in_the_watch_until_an_event_needs_the_hosts():
@@ -129,6 +132,23 @@ def test_quiet_rounds_stay_in_the_watch_until_an_event_needs_the_hosts():
     plan = outcome['plan']
     assert plan['state']['rounds'] == 5 and plan['actions']['drain'] == ['host-1']
     assert plan['participants'] == ['host-1'] and outcome['changed'] is False
+
+
+def test_every_read_of_a_long_watch_gets_the_whole_timeout():
+    # The real ARM client, whose deadline is set when it is made: the watch
+    # reads for longer than its timeout (30 s) before the event appears.
+    clock = Clock()
+    answered = []
+
+    def send(url, body, headers, timeout):
+        answered.append(timeout)
+        rows = freeze_rows(EVENT, ['web_1']) if len(answered) >= 12 else []
+        return 200, {}, json.dumps({'data': rows}).encode('utf-8')
+    client = ArmClient('https://arm.invalid', lambda: 'token', timeout=30, send=send, sleep=clock.sleep,
+                       monotonic=clock.time)
+    outcome = watch(FakeGraph(), clock, graph_client=client, settle_seconds=600)
+    assert outcome['rounds'] == 12 and outcome['plan']['actions']['drain'] == ['host-1']
+    assert clock.now - T0 > 30 and min(answered) == 30.0
 
 
 def test_a_watch_round_is_the_filters_round():

@@ -9,6 +9,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import threading
+from http.client import IncompleteRead
+from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
@@ -121,16 +124,82 @@ def test_a_wait_past_the_deadline_fails_at_once_with_what_to_do():
     assert clock.sleeps == []
 
 
-@pytest.mark.parametrize('status, words', [
-    (401, 'credentials'), (403, 'ScheduledEventContributor'), (404, 'HTTP 404'), (400, 'bad query'),
+@pytest.mark.parametrize('status, words, tries', [
+    # 401: once more with a token got afresh (the first may have expired), then no more.
+    (401, 'credentials', 2), (403, 'ScheduledEventContributor', 1), (404, 'HTTP 404', 1), (400, 'bad query', 1),
 ])
-def test_errors_that_no_retry_fixes_name_the_cause(status, words):
-    send = ScriptedArm((status, {}, {'error': {'code': 'Code%d' % status, 'message': 'bad query'}}))
+def test_errors_that_no_retry_fixes_name_the_cause(status, words, tries):
+    send = ScriptedArm(*[(status, {}, {'error': {'code': 'Code%d' % status, 'message': 'bad query'}})] * tries)
     arm, dummy = client(send)
     with pytest.raises(ArmError) as caught:
         arm.post('/q', 'v', {})
     assert words in caught.value.message and caught.value.code == 'Code%d' % status
-    assert len(send.sent) == 1
+    assert len(send.sent) == tries
+
+
+def test_an_expired_token_is_replaced_by_a_new_one_once():
+    tokens = iter(['first', 'second', 'third'])
+    send = ScriptedArm((401, {}, {'error': {'code': 'ExpiredAuthenticationToken', 'message': 'expired'}}),
+                       (200, {}, {'value': 'Acknowledged'}), (200, {}, {'value': 'Acknowledged'}))
+    clock = Clock()
+    arm = ArmClient('http://arm.example/', lambda: next(tokens), send=send, sleep=clock.sleep,
+                    monotonic=clock.monotonic)
+    assert arm.post('/x/acknowledge', 'v', None)[0] == {'value': 'Acknowledged'}
+    assert arm.post('/y/acknowledge', 'v', None)[0] == {'value': 'Acknowledged'}
+    assert [sent['headers']['Authorization'] for sent in send.sent] == ['Bearer first', 'Bearer second',
+                                                                        'Bearer second']
+    assert clock.sleeps == []
+
+
+def test_an_answer_cut_off_midway_is_retried():
+    send = ScriptedArm(IncompleteRead(b'{"data": ['), (200, {}, {'data': []}))
+    arm, clock = client(send)
+    assert arm.post('/q', 'v', {})[0] == {'data': []}
+    assert clock.sleeps == [1]
+
+
+def test_a_redirect_is_not_followed_and_the_token_goes_nowhere_else(monkeypatch):
+    # Straight to the loopback servers below, whatever proxy the environment names.
+    for name in ('http_proxy', 'HTTP_PROXY', 'all_proxy', 'ALL_PROXY'):
+        monkeypatch.delenv(name, raising=False)
+    seen_elsewhere = []
+
+    class Elsewhere(BaseHTTPRequestHandler):
+        def do_GET(self):  # pylint: disable=invalid-name
+            seen_elsewhere.append(self.headers.get('Authorization'))
+            self.send_response(200)
+            self.end_headers()
+
+        do_POST = do_GET
+
+        def log_message(self, *args):  # pylint: disable=arguments-differ
+            return
+
+    elsewhere = HTTPServer(('127.0.0.1', 0), Elsewhere)
+
+    class Redirecting(Elsewhere):
+        def do_POST(self):  # pylint: disable=invalid-name
+            self.send_response(302)
+            self.send_header('Location', 'http://127.0.0.1:%d/stolen' % elsewhere.server_address[1])
+            self.send_header('Content-Length', '0')
+            self.end_headers()
+
+    redirecting = HTTPServer(('127.0.0.1', 0), Redirecting)
+    threads = [threading.Thread(target=server.serve_forever, kwargs={'poll_interval': 0.05})
+               for server in (elsewhere, redirecting)]
+    for thread in threads:
+        thread.start()
+    try:
+        arm = ArmClient('http://127.0.0.1:%d' % redirecting.server_address[1], lambda: 'secret-token', timeout=10)
+        with pytest.raises(ArmError) as caught:
+            arm.post('/x/acknowledge', 'v', None)
+    finally:
+        for server in (elsewhere, redirecting):
+            server.shutdown()
+            server.server_close()
+        for thread in threads:
+            thread.join(10)
+    assert caught.value.status == 302 and seen_elsewhere == []
 
 
 def test_unreachable_arm_is_retried_then_reported():

@@ -42,8 +42,9 @@ class FakeModule(object):
 class FakeClient(object):
     """Resource Graph answers the rows; the list form answers ``list_status`` (None: 200)."""
 
-    def __init__(self, list_status=None):
+    def __init__(self, list_status=None, refuse=None):
         self.list_status = list_status
+        self.refuse = refuse    # an event id whose own acknowledge ARM refuses with 403
         self.posts = []
 
     def renew(self):
@@ -61,6 +62,8 @@ class FakeClient(object):
             return {'data': [row(event_id) for event_id in IDS]}, {}
         if path.endswith('/scheduledevents') and self.list_status is not None:
             raise ArmError('refused', status=self.list_status)
+        if self.refuse and path.endswith(self.refuse + '/acknowledge'):
+            raise ArmError('forbidden', status=403)
         return {'value': 'Acknowledged'}, {}
 
 
@@ -80,3 +83,11 @@ def test_list_form_and_its_fallback(list_status, list_form, expected_posts, list
 def test_a_list_form_error_that_is_not_about_the_request_is_raised():
     with pytest.raises(ArmError):
         FleetApproval(FakeModule(event_ids=IDS), FakeClient(403)).run()
+
+
+def test_an_event_released_before_a_later_acknowledge_fails_is_a_change():
+    approval = FleetApproval(FakeModule(event_ids=IDS, list_form=False), FakeClient(refuse=IDS[1]))
+    with pytest.raises(ArmError):
+        approval.run()
+    # What the failed task reports: the first event is released in Azure.
+    assert approval.result['approved'] == IDS[:1] and approval.result['changed'] is True
