@@ -482,11 +482,19 @@ def build_report(state, run):
     worst = worst_outcome(counts)
     # Hosts that never answered: the run cannot vouch for what happened there.
     unobserved = list((state or {}).get('unobserved_hosts') or [])
-    failed = any(name in FAILING_OUTCOMES for name in counts) or bool(unobserved)
+    # Hosts still out of service when the run ended (an undrain that kept
+    # failing, say), whatever their events' outcomes say.
+    left_drained = sorted(host for host, entry in ((state or {}).get('hosts') or {}).items()
+                          if entry.get('drained') and not entry.get('deleted'))
+    failed = any(name in FAILING_OUTCOMES for name in counts) or bool(unobserved) or bool(left_drained)
     order = [name for name, _label, _fails in OUTCOMES]
     parts = ['%d %s' % (counts[name], OUTCOME_LABELS[name]) for name in order if name in counts]
     if unobserved:
         parts.append('no answer all run from %s' % ', '.join(unobserved))
+    if left_drained:
+        parts.append('still drained: %s' % ', '.join(
+            host + (' (%s)' % state['hosts'][host]['error'] if state['hosts'][host].get('error') else '')
+            for host in left_drained))
     # Not a failure in itself (the outcomes say what it cost), but the run
     # could not vouch for every event's notice: say so where it is read.
     slow = dict((state or {}).get('slow_reads') or {})
@@ -500,6 +508,7 @@ def build_report(state, run):
     summary.update(
         started=format_epoch(start), finished=format_epoch(end), wall_seconds=round(span, 3) if start is not None else 0,
         events=len(events), outcomes=counts, worst_outcome=worst, failed=failed, unobserved_hosts=unobserved,
+        left_drained=left_drained,
         slow_reads=slow.get('count') or 0, longest_read_gap_seconds=slow.get('longest_gap_seconds'),
         summary='%s: %d event(s)%s' % (verdict, len(events), (': ' + ', '.join(parts)) if parts else ''),
         approved=sorted(event['event_id'] for event in events if event['times']['approved']))

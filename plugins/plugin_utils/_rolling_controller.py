@@ -110,6 +110,7 @@ TRANSITIONS = (
     (DRAINING, 'drained_approvable', APPROVING, ACT_APPROVE),
     (DRAINING, 'drained_not_approvable', AWAITING_START, ACT_NONE),
     (APPROVING, 'approved', AWAITING_START, ACT_NONE),
+    (APPROVING, 'drained_not_approvable', AWAITING_START, ACT_NONE),
     (APPROVING, 'approval_failed', APPROVING, ACT_APPROVE),
     (APPROVING, 'approval_given_up', AWAITING_START, ACT_WARN),
     (IN_IMPACT, 'deleted', DONE, ACT_NONE),
@@ -127,7 +128,7 @@ CONDITIONS = {
                          'handled)',
     'started': 'seen Started with every host drained (or gone unseen after its approval or its NotBefore)',
     'hosts_added': 'its Resources now name a managed host that is not drained: admitted again, within '
-                   'max_unavailable',
+                   'max_unavailable (the hosts it drained stay out)',
     'not_selected': 'its type or source is not in rolling_event_types / rolling_event_sources',
     'never_fits': 'it names more hosts of a group than max_unavailable allows, and rolling_over_budget is fail or '
                   'leave',
@@ -206,6 +207,12 @@ def drain_lead_seconds(state, options):
     return max(DEFAULT_DRAIN_LEAD_SECONDS, max(measured) * DRAIN_LEAD_FACTOR + DRAIN_LEAD_MARGIN_SECONDS)
 
 
+def impacting_unhandled(record):
+    """Whether ``record`` is an event this run does not handle (not selected) that Azure has started: its hosts
+    are out (max_unavailable counts them, as every host an event started impacts) until it leaves."""
+    return record['state'] == NOT_HANDLED and record['status'] == 'Started' and record['present']
+
+
 def _selected(value, wanted):
     return value is not None and str(value).lower() in [str(item).lower() for item in wanted]
 
@@ -250,6 +257,13 @@ class _Round(object):
         if host not in record['hosts']:
             return False
         if record['state'] in (DRAINING, APPROVING, AWAITING_START, IN_IMPACT):
+            return True
+        if record['state'] in (PENDING, OVER_BUDGET) and record['times']['drain_started'] is not None:
+            # Admitted again since Azure added a host (hosts_added): what it
+            # drained stays out, as it may start at any moment (approved, or
+            # its NotBefore near).
+            return self.host(host)['drained']
+        if impacting_unhandled(record):
             return True
         if record['state'] == VERIFYING:
             return host not in record['verified_hosts']
@@ -570,7 +584,22 @@ class _Round(object):
         if state in (APPROVING, AWAITING_START) and not started and self.undrained_hosts(record):
             self.move(record, 'hosts_added', PENDING)
             return
+        if state == IN_IMPACT:
+            self.note_hosts_added_after_start(record)
         getattr(self, '_in_' + state)(record)
+
+    def note_hosts_added_after_start(self, record):
+        """A host Azure added to an event that has started is impacted undrained: the outcome says so."""
+        added = [host for host in self.undrained_hosts(record)
+                 if host not in record['undrained_at_start'] and not self.host(host)['deleted']]
+        if not added:
+            return
+        record['undrained_at_start'] = record['undrained_at_start'] + added
+        if record['outcome'] in ('approved', 'started_by_azure', 'foreign'):
+            record['outcome'] = 'started_undrained'
+            record['outcome_reason'] = 'Azure added %s to it after it started: impacted without a drain' \
+                % ', '.join(added)
+            self.warn(record, record['outcome_reason'])
 
     def on_started(self, record):
         missing = self.undrained_hosts(record)
@@ -679,6 +708,12 @@ class _Round(object):
     def _in_approving(self, record):
         if record['times']['approved'] is not None:
             self.move(record, 'approved', AWAITING_START)
+        elif not self.approvable(record):
+            # Azure added a VM outside the run to it after a failed attempt:
+            # approving now would release that VM's maintenance too.
+            self.move(record, 'drained_not_approvable', AWAITING_START)
+            self.warn(record, 'its Resources now name %s, outside this run: not approved, Azure starts it at '
+                              'NotBefore' % ', '.join(record['foreign_resources']))
         elif record['approval_attempts'] >= _APPROVAL_ATTEMPTS:
             self.move(record, 'approval_given_up', AWAITING_START)
             self.warn(record, 'approval failed %d times (%s); Azure starts it at NotBefore'
@@ -821,8 +856,9 @@ class _Round(object):
                 for host in record['hosts']:
                     # A host another event is still about to impact (or
                     # impacting) is verified after that one.
-                    if any(other is not record and other['state'] in (DRAINING, APPROVING, AWAITING_START, IN_IMPACT)
-                           and host in other['hosts'] for other in events):
+                    if any(other is not record and host in other['hosts']
+                           and (other['state'] in (DRAINING, APPROVING, AWAITING_START, IN_IMPACT)
+                                or impacting_unhandled(other)) for other in events):
                         continue
                     if host not in record['verified_hosts'] and host not in record['failed_hosts'] \
                             and host not in verify:
