@@ -113,6 +113,7 @@ TRANSITIONS = (
     (APPROVING, 'drained_not_approvable', AWAITING_START, ACT_NONE),
     (APPROVING, 'approval_failed', APPROVING, ACT_APPROVE),
     (APPROVING, 'approval_given_up', AWAITING_START, ACT_WARN),
+    (AWAITING_START, 'too_early', PENDING, ACT_UNDRAIN),
     (IN_IMPACT, 'deleted', DONE, ACT_NONE),
     (IN_IMPACT, 'impact_over', VERIFYING, ACT_VERIFY),
     (VERIFYING, 'verify_failed', FAILED, ACT_WARN),
@@ -670,8 +671,7 @@ class _Round(object):
                 self.warn(record, '%s; it will start undrained at NotBefore %s (rolling_over_budget: %s)'
                           % (what, record.get('not_before') or '?', self.over_budget))
             return
-        user = str(record.get('event_source')).lower() == 'user'
-        if not self.approvable(record) and not user and until is not None and until > self.lead:
+        if self.too_early(record):
             self.move(record, 'too_early', PENDING)
             return
         if full:
@@ -682,6 +682,12 @@ class _Round(object):
             return
         self.move(record, 'fits', DRAINING)
         self.start_drain(record)
+
+    def too_early(self, record):
+        """Whether ``record`` is one this run does not approve, whose NotBefore is further away than the lead."""
+        until = self.seconds_until(record)
+        user = str(record.get('event_source')).lower() == 'user'
+        return not self.approvable(record) and not user and until is not None and until > self.lead
 
     def start_drain(self, record):
         for host in self.undrained_hosts(record):
@@ -722,7 +728,12 @@ class _Round(object):
             self.move(record, 'approval_failed', APPROVING)
 
     def _in_awaiting_start(self, record):
-        return      # it leaves this state when Started or gone, checked for every state
+        # Otherwise it leaves this state when Started or gone, checked for every state.
+        if record['times']['approved'] is None and self.too_early(record):
+            # Azure moved NotBefore further than the lead: its hosts go back
+            # to service until then, for the events that need the capacity now.
+            record['times']['drain_started'] = None
+            self.move(record, 'too_early', PENDING)
 
     def _in_in_impact(self, record):
         if record['event_type'] in DELETING_TYPES:

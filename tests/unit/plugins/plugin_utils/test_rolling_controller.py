@@ -174,6 +174,9 @@ def _row_cases():
          [(0, [freeze]), (5, [ev('E1', ['web_0', 'partner_0'])])], fail_approval),
         ((rc.APPROVING, 'approval_given_up', rc.AWAITING_START), [(0, [freeze]), (5, [freeze]), (10, [freeze]),
                                                                   (15, [freeze])], fail_approval),
+        ((rc.AWAITING_START, 'too_early', rc.PENDING),
+         [(0, [ev('E1', ['web_0', 'partner_0'], not_before=T0 + 60)]),
+          (5, [ev('E1', ['web_0', 'partner_0'], not_before=T0 + 3600)])], {}),
         ((rc.IN_IMPACT, 'deleted', rc.DONE), [(0, [ev('E1', ['web_0'], event_type='Preempt', status='Started')])],
          {'event_types': ['Preempt']}),
         ((rc.IN_IMPACT, 'impact_over', rc.VERIFYING), [(0, [freeze]), (5, [started]), (20, [started])], {}),
@@ -524,10 +527,10 @@ class TestAzureChangesAnEventItAlreadyHolds:
 
     def test_a_failed_approval_is_not_retried_once_the_event_names_a_vm_outside_the_run(self):
         loop = Loop(failing={('approve', 'E'): 'HTTP 500'})
-        loop.round(T0, [ev('E', ['web_0'])])
+        loop.round(T0, [ev('E', ['web_0'], not_before=T0 + 60)])
         assert loop.did('approve') == ['E']
-        loop.round(T0 + 5, [ev('E', ['web_0', 'partner_0'])])
-        loop.round(T0 + 10, [ev('E', ['web_0', 'partner_0'])])
+        loop.round(T0 + 5, [ev('E', ['web_0', 'partner_0'], not_before=T0 + 60)])
+        loop.round(T0 + 10, [ev('E', ['web_0', 'partner_0'], not_before=T0 + 60)])
         assert loop.did('approve') == ['E'] and loop.record('E')['state'] == rc.AWAITING_START
         assert any('partner_0, outside this run: not approved' in line for line in loop.last[0]['warnings']
                    + loop.record('E')['warnings'])
@@ -544,6 +547,20 @@ def test_a_host_whose_undrain_keeps_failing_fails_the_run_whatever_its_event_say
     assert report['run']['failed'] is True and report['run']['left_drained'] == ['w0']
     assert report['run']['summary'] == 'FAILED: 1 event(s): 1 cancelled by Azure, still drained: w0 (undrain: backend ' \
                                        'refused)'
+
+
+def test_an_event_moved_later_than_the_drain_lead_gives_its_capacity_back():
+    loop = Loop(make_setup(db=1), drain_lead_seconds=120)
+    foreign = ev('F', ['db_0', 'partner_0'], not_before=T0 + 100)
+    loop.round(T0, [foreign])
+    assert loop.did('drain') == ['d0'] and loop.record('F')['state'] == rc.AWAITING_START
+    later = dict(foreign, not_before=iso(T0 + 3600))
+    loop.round(T0 + 5, [later, ev('P', ['db_1'], not_before=T0 + 600)])
+    assert loop.did('undrain') == ['d0']
+    loop.round(T0 + 10, [later, ev('P', ['db_1'], not_before=T0 + 600)])
+    assert loop.did('drain') == ['d0', 'd1'] and loop.record('P')['state'] != rc.PENDING
+    # Within the lead again, F is drained again once capacity allows.
+    assert loop.record('F')['state'] == rc.PENDING
 
 
 class TestEventsNotHandled:
