@@ -92,6 +92,7 @@ ACTIONS = (ACT_NONE, ACT_DRAIN, ACT_APPROVE, ACT_VERIFY, ACT_UNDRAIN, ACT_WARN)
 # table is always the truth; CONDITIONS says what each condition means.
 TRANSITIONS = (
     ('*', 'gone_before_start', CANCELLED, ACT_UNDRAIN),
+    (CANCELLED, 'back', PENDING, ACT_NONE),
     ('*', 'started_undrained', IN_IMPACT, ACT_WARN),
     ('*', 'started', IN_IMPACT, ACT_NONE),
     ('*', 'hosts_added', PENDING, ACT_NONE),
@@ -125,6 +126,8 @@ TRANSITIONS = (
 CONDITIONS = {
     'gone_before_start': 'left the document of every host that saw it and answered, without starting and before '
                          'its NotBefore: Azure cancelled it',
+    'back': 'in the document again after a read without it: not cancelled after all, so its hosts are drained '
+            'again before it may start',
     'started_undrained': 'seen Started while some of its hosts were not drained (no notice, no capacity, or not '
                          'handled)',
     'started': 'seen Started with every host drained (or gone unseen after its approval or its NotBefore)',
@@ -552,6 +555,17 @@ class _Round(object):
             # Started (a Freeze starts within seconds of it): record the
             # approval first, so the log and the report show both steps.
             self.move(record, 'approved', AWAITING_START)
+            return
+        if state == CANCELLED and record['present']:
+            # One answer without it (a host that answered from an older
+            # document, a Resource Graph row that lagged) is not Azure's
+            # last word: left cancelled, it would start on hosts this run
+            # had returned to service. Its earlier drain no longer holds.
+            record['outcome'], record['outcome_reason'] = None, ''
+            record['approval_attempts'] = 0
+            for milestone in ('drain_started', 'drained', 'approved', 'gone'):
+                record['times'][milestone] = None
+            self.move(record, 'back', PENDING)
             return
         started = record['status'] == 'Started'
         if started and record['times']['started'] is None:

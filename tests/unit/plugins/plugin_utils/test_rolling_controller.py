@@ -143,6 +143,7 @@ def _row_cases():
     fail_approval = {'failing': {('approve', 'E1'): 'HTTP 400'}}
     return [
         (('*', 'gone_before_start', rc.CANCELLED), [(0, [foreign]), (10, [])], {}),
+        ((rc.CANCELLED, 'back', rc.PENDING), [(0, [foreign]), (10, []), (15, [foreign])], {}),
         (('*', 'started_undrained', rc.IN_IMPACT), [(0, [dict(started, event_type='Reboot')])], {}),
         (('*', 'started', rc.IN_IMPACT), [(0, [freeze]), (5, [started])], {}),
         (('*', 'hosts_added', rc.PENDING), [(0, [ev('E1', ['web_0'], not_before=T0 + 9000)]),
@@ -677,6 +678,35 @@ class TestOutcomes:
         record = loop.record('E')
         assert record['times']['approved'] is None and record['outcome'] == 'started_by_azure'
         assert record['undrained_at_start'] == []
+
+    def test_a_cancelled_event_that_comes_back_is_drained_again(self):
+        # One read without it is not Azure's last word (a host answering from
+        # an older document, a Resource Graph row that lagged). Left
+        # cancelled, it would start on the host the run returned to service.
+        loop = Loop()
+        event = ev('C', ['web_0', 'partner_0'], not_before=T0 + 60)
+        loop.round(T0, [event])
+        assert loop.did('drain') == ['w0']
+        loop.round(T0 + 5, [])
+        assert rc.outcome_of(loop.record('C')) == 'cancelled'
+        assert loop.did('undrain') == ['w0']
+        loop.round(T0 + 10, [event])
+        record = loop.record('C')
+        assert loop.did('drain') == ['w0', 'w0']
+        assert record['state'] == rc.AWAITING_START
+        assert record['times']['gone'] is None and record['outcome'] is None
+        loop.round(T0 + 60, [dict(event, event_status='Started', not_before=None)])
+        assert loop.record('C')['outcome'] == 'foreign' and loop.record('C')['undrained_at_start'] == []
+
+    def test_a_cancelled_event_that_comes_back_started_is_reported_as_started_undrained(self):
+        loop = Loop()
+        event = ev('C', ['web_0', 'partner_0'], not_before=T0 + 60)
+        loop.round(T0, [event])
+        loop.round(T0 + 5, [])
+        loop.round(T0 + 10, [dict(event, event_status='Started', not_before=None)])
+        record = loop.record('C')
+        assert record['state'] == rc.IN_IMPACT and record['undrained_at_start'] == ['w0']
+        assert rc.outcome_of(record) == 'started_undrained'
 
     def test_event_gone_before_its_not_before_is_cancelled_not_started(self):
         loop = Loop()
