@@ -33,7 +33,7 @@ FLEET_STATUSES = EVENT_STATUSES + FINISHED_STATUSES
 # A fleet of a million events is a bug somewhere, not a page count to honour.
 _MAX_PAGES = 1000
 _PROJECTED = ('id', 'name', 'type', 'subscriptionId', 'resourceGroup', 'location', 'properties')
-# When rows of one event disagree (read at different moments), the furthest along wins.
+# An event's status only moves forward: Scheduled, Started, then Completed or Canceled.
 _STATUS_RANK = {'scheduled': 1, 'started': 2, 'completed': 3, 'canceled': 3}
 _ARM_EVENT_ID = re.compile(
     r'^/subscriptions/(?P<subscription_id>[^/]+)/resourcegroups/(?P<resource_group>[^/]+)/providers/'
@@ -144,12 +144,20 @@ def _fleet_event(row, warnings):
     return event
 
 
+def status_rank(event):
+    """How far along ``event`` is (0 for a status Azure does not define).
+
+    Reads of one event taken at different moments (rows, hosts, deliveries)
+    can disagree: the one furthest along is the truth now.
+    """
+    return _STATUS_RANK.get(str(event.get('event_status')).lower(), 0)
+
+
 def _merge(kept, event):
     """Fold another row of the same event into ``kept``."""
     kept['arm_ids'].append(event['arm_id'])
     kept['arm_resources'].extend(event['arm_resources'])
-    rank = _STATUS_RANK.get(str(event['event_status']).lower(), 0)
-    if rank > _STATUS_RANK.get(str(kept['event_status']).lower(), 0):
+    if status_rank(event) > status_rank(kept):
         for key in ('event_status', 'not_before_raw', 'not_before'):
             kept[key] = event[key]
 

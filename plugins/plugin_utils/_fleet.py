@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_graph import status_rank
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_select import (
     event_id_key,
     leader_of,
@@ -32,10 +33,6 @@ FILTER_NAME = 'fleet_events'
 # Annotations that only hold for the host that read the event (or the moment
 # it read it); the fleet view replaces them with host lists.
 _PER_HOST_KEYS = ('affects_this_vm', 'is_leader', 'seconds_until_not_before')
-
-# When hosts read an event at different moments they may disagree on its
-# status; the furthest along is the truth now.
-_STATUS_RANK = {'scheduled': 1, 'started': 2}
 
 
 def _usable_result(host, result):
@@ -105,8 +102,7 @@ def _event_key(event):
 
 
 def _further_along(candidate, current):
-    rank = _STATUS_RANK.get(str(candidate.get('event_status')).lower(), 0)
-    return rank > _STATUS_RANK.get(str(current.get('event_status')).lower(), 0)
+    return status_rank(candidate) > status_rank(current)
 
 
 def _append_once(items, item):

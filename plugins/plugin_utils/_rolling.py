@@ -78,6 +78,11 @@ def max_unavailable_count(value, group_size):
     return max(1, int(math.floor(percent * group_size / 100.0 + 1e-9)))
 
 
+def _is_bare_name(text):
+    """Whether a task file value names a file shipped with the collection rather than a path."""
+    return os.sep not in text and '/' not in text
+
+
 def resolve_task_file(value, shipped_dir, base_dir):
     """The path of a drain/verify/undrain task file, or None when not set.
 
@@ -88,7 +93,7 @@ def resolve_task_file(value, shipped_dir, base_dir):
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     text = str(value).strip()
-    if os.sep not in text and '/' not in text:
+    if _is_bare_name(text):
         return os.path.join(shipped_dir, text)
     return os.path.normpath(os.path.join(base_dir, os.path.expanduser(text)))
 
@@ -96,7 +101,7 @@ def resolve_task_file(value, shipped_dir, base_dir):
 def _task_file_hint(value, base_dir):
     """What to write instead of a task file ``value`` that was not found."""
     text = str(value).strip()
-    if os.sep in text or '/' in text:
+    if not _is_bare_name(text):
         return ''
     hint = '; a bare name means a task file shipped in the collection\'s playbooks/tasks'
     if os.path.isfile(os.path.join(base_dir, text)):

@@ -140,6 +140,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_graph import (  # noqa: E402
     normalize_rows,
+    status_rank,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_select import (  # noqa: E402
     event_id_key,
@@ -154,8 +155,6 @@ EMITTED_TYPE = 'Microsoft.ResourceNotifications.MaintenanceResources.ScheduledEv
 VALIDATION_TYPE = 'Microsoft.EventGrid.SubscriptionValidationEvent'
 CHANGES = ('new', 'started', 'changed', 'removed')
 _FINISHED = ('completed', 'canceled')
-# An event's status only moves forward: Scheduled, Started, then Completed or Canceled.
-_STATUS_RANK = {'scheduled': 0, 'started': 1, 'completed': 2, 'canceled': 2}
 # Event Grid retries a delivery for up to 24 hours: a finished event's id is
 # kept that long, so that a late retry of it is recognised as one.
 FINISHED_KEPT_SECONDS = 24 * 3600
@@ -264,10 +263,6 @@ def split_delivery(body):
     return validation_code, emitted, ignored
 
 
-def _status_rank(event):
-    return _STATUS_RANK.get(str(event.get('event_status')).lower(), 0)
-
-
 def is_stale(previous, previous_time, event, event_time):
     """Whether a delivery carries an older state of the event than the one already seen.
 
@@ -283,7 +278,7 @@ def is_stale(previous, previous_time, event, event_time):
         return True
     if previous_time is not None and event_time is not None and event_time < previous_time:
         return True
-    return _status_rank(event) < _status_rank(previous)
+    return status_rank(event) < status_rank(previous)
 
 
 def change_of(previous, event):
