@@ -22,6 +22,7 @@ __metaclass__ = type
 
 from ._se_approval import SCOPE_ALL, SKIP_NOT_SCHEDULED, ApprovalPlan, plan_approval
 from ._se_errors import InvalidParameterError
+from ._se_graph import parse_arm_vm_id
 from ._se_select import affects, event_id_key
 
 SKIP_FOREIGN_VMS = 'foreign_vms'
@@ -31,12 +32,50 @@ STATUS_GONE = 'gone'
 FINISHED = ('completed', 'canceled')
 WAIT_STARTED = 'started'
 WAIT_COMPLETED = 'completed'
+EMPTY_RESOURCES = '(Resources is empty)'
 
 
-def foreign_vms(event, allowed_vms):
-    """The VMs of the event's Resources that are not in ``allowed_vms`` (compared without case)."""
-    allowed = set(str(name).lower() for name in allowed_vms)
-    return [name for name in event.get('resources') or [] if str(name).lower() not in allowed]
+def foreign_vms(event, allowed_vms, places=None):
+    """The VMs of the event's Resources that ``allowed_vms`` does not allow (names compared without case).
+
+    An entry of ``allowed_vms`` is a VM name, or a VM's ARM id, which allows
+    that name only in its subscription and resource group (the event's).
+    ``places`` (from ``vm_places``) says where each name has events: a bare
+    name found in several resource groups cannot tell which VM was meant, so
+    it allows none of them. An event whose Resources is empty names no VM
+    that could be checked: it is reported as ``['(Resources is empty)']``.
+    """
+    resources = event.get('resources') or []
+    if not resources:
+        return [EMPTY_RESOURCES]
+    where = (str(event.get('subscription_id')).lower(), str(event.get('resource_group')).lower())
+    by_name, pinned = set(), set()
+    for entry in allowed_vms:
+        parts = parse_arm_vm_id(entry)
+        if parts is None:
+            by_name.add(str(entry).lower())
+        else:
+            pinned.add((parts['subscription_id'].lower(), parts['resource_group'].lower(),
+                        parts['resource_name'].lower()))
+    outside = []
+    for name in resources:
+        key = str(name).lower()
+        if where + (key,) in pinned:
+            continue
+        if key in by_name and len((places or {}).get(key, (where,))) <= 1:
+            continue
+        outside.append(name)
+    return outside
+
+
+def vm_places(events):
+    """``{VM name (lower case): set of (subscription, resource group)}`` over the Resources of ``events``."""
+    places = {}
+    for event in events:
+        where = (str(event.get('subscription_id')).lower(), str(event.get('resource_group')).lower())
+        for name in event.get('resources') or []:
+            places.setdefault(str(name).lower(), set()).add(where)
+    return places
 
 
 def plan_fleet_approval(events, selection, vm_names=None, allowed_vms=None, resource_name=None):
@@ -55,6 +94,7 @@ def plan_fleet_approval(events, selection, vm_names=None, allowed_vms=None, reso
     if resource_name is None and (selection.scope != SCOPE_ALL or selection.leader_only):
         raise InvalidParameterError('a fleet approval has no "this VM": build the selection with scope all, or '
                                     'give the VM it is made for')
+    places = vm_places(events)
     if selection.uses_filters and vm_names:
         events = [event for event in events if any(affects(event, name) for name in vm_names)]
     plan = plan_approval(events, resource_name, selection)
@@ -68,17 +108,19 @@ def plan_fleet_approval(events, selection, vm_names=None, allowed_vms=None, reso
         skipped.append(entry)
     refused = []
     for event in plan.approve:
-        outside = foreign_vms(event, allowed_vms) if allowed_vms is not None else []
+        outside = foreign_vms(event, allowed_vms, places) if allowed_vms is not None else []
         if outside:
             skipped.append({'event_id': event['event_id'], 'reason': SKIP_FOREIGN_VMS, 'foreign_vms': outside})
-            refused.append('%s (names %s)' % (event['event_id'], ', '.join(outside)))
+            refused.append('%s (%s)' % (event['event_id'], 'its Resources is empty' if outside == [EMPTY_RESOURCES]
+                                        else 'names ' + ', '.join(outside)))
         else:
             approve.append(event)
     if refused and not selection.uses_filters:
         raise InvalidParameterError('event_ids name events that also affect VMs outside allowed_vms: %s. '
                                     'Acknowledging releases an event for every VM in its Resources, so nothing was '
-                                    'acknowledged; add those VMs to allowed_vms once they are ready, or leave the '
-                                    'events out.' % '; '.join(refused))
+                                    'acknowledged; add those VMs to allowed_vms once they are ready (as ARM ids '
+                                    'where one name has events in several resource groups), or leave the events '
+                                    'out.' % '; '.join(refused))
     return ApprovalPlan(approve, skipped)
 
 

@@ -39,6 +39,9 @@ _ARM_EVENT_ID = re.compile(
     r'^/subscriptions/(?P<subscription_id>[^/]+)/resourcegroups/(?P<resource_group>[^/]+)/providers/'
     r'microsoft\.compute/(?P<resource_kind>virtualmachines|virtualmachinescalesets)/(?P<resource_name>[^/]+)/'
     r'providers/microsoft\.maintenance/scheduledevents/(?P<event_id>[^/]+)$', re.IGNORECASE)
+_ARM_VM_ID = re.compile(
+    r'^/subscriptions/(?P<subscription_id>[^/]+)/resourcegroups/(?P<resource_group>[^/]+)/providers/'
+    r'microsoft\.compute/virtualmachines/(?P<resource_name>[^/]+)/?$', re.IGNORECASE)
 _KINDS = {'virtualmachines': 'virtualMachines', 'virtualmachinescalesets': 'virtualMachineScaleSets'}
 # Names in ARM never hold quotes, backslashes or line breaks; refusing them
 # keeps user input from changing the query.
@@ -119,6 +122,12 @@ def parse_arm_event_id(arm_id):
     return parts
 
 
+def parse_arm_vm_id(arm_id):
+    """``{subscription_id, resource_group, resource_name}`` of a VM's ARM id, or None."""
+    match = _ARM_VM_ID.match(str(arm_id or ''))
+    return None if match is None else match.groupdict()
+
+
 def _fleet_event(row, warnings):
     properties = row.get('properties')
     if not isinstance(properties, dict):
@@ -157,6 +166,10 @@ def _merge(kept, event):
     """Fold another row of the same event into ``kept``."""
     kept['arm_ids'].append(event['arm_id'])
     kept['arm_resources'].extend(event['arm_resources'])
+    # Rows read a moment apart can disagree on Resources (Azure added a VM):
+    # the event releases every VM any of them names.
+    named = set(str(name).lower() for name in kept['resources'])
+    kept['resources'] = kept['resources'] + [name for name in event['resources'] if str(name).lower() not in named]
     if status_rank(event) > status_rank(kept):
         for key in ('event_status', 'not_before_raw', 'not_before'):
             kept[key] = event[key]

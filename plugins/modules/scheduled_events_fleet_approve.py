@@ -49,9 +49,15 @@ options:
     elements: str
   allowed_vms:
     description:
-      - The VMs (as named in C(Resources)) that may be released. An event naming any other VM is never acknowledged
-        (with filters it is skipped with reason V(foreign_vms); with O(event_ids) the task fails before acknowledging
-        anything).
+      - The VMs that may be released, each a name as in C(Resources) (compared without case) or a VM's ARM id
+        (C(/subscriptions/.../resourceGroups/.../providers/Microsoft.Compute/virtualMachines/NAME)), which allows that
+        name only for events of its subscription and resource group. An event naming any other VM is never
+        acknowledged (with filters it is skipped with reason V(foreign_vms); with O(event_ids) the task fails before
+        acknowledging anything).
+      - VM names are unique only within a resource group. A bare name that the events read place in more than one
+        resource group allows none of them; give ARM ids, or limit O(resource_groups).
+      - When this is set, an event whose C(Resources) is empty is never acknowledged (reason V(foreign_vms)), as what it
+        releases cannot be checked.
       - Without it, every VM of a selected event may be released.
     type: list
     elements: str
@@ -125,12 +131,14 @@ seealso:
 '''
 
 EXAMPLES = r'''
+# Inventory host names are seldom the VM names: with the azure.azcollection.azure_rm
+# inventory each host has the VM's name in "name" and its ARM id in "id".
 - name: Approve the User-initiated events of the web VMs as soon as they appear
   azure_maintenance.scheduled_events.scheduled_events_fleet_approve:
     resource_groups: [rg-web]
     event_sources: [User]
-    vm_names: "{{ groups['web'] }}"
-    allowed_vms: "{{ groups['web'] }}"
+    vm_names: "{{ groups['web'] | map('extract', hostvars, 'name') | list }}"
+    allowed_vms: "{{ groups['web'] | map('extract', hostvars, 'id') | list }}"
   delegate_to: localhost
   run_once: true
 

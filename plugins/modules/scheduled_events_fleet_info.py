@@ -98,7 +98,7 @@ EXAMPLES = r'''
     client_id: "{{ sp_client_id }}"
     secret: "{{ sp_secret }}"
     tenant: "{{ sp_tenant }}"
-    vm_names: "{{ groups['web'] }}"
+    vm_names: "{{ groups['web'] | map('extract', hostvars, 'name') | list }}"  # VM names, from the azure_rm inventory
   delegate_to: localhost
   run_once: true
   register: fleet

@@ -72,6 +72,38 @@ def test_foreign_vms_fail_the_task_when_named_by_id():
         == [A]
 
 
+def placed(event_id, resources, group, status='Scheduled'):
+    return dict(event(event_id, resources, status=status), subscription_id='sub', resource_group=group)
+
+
+def test_an_event_without_resources_is_never_released_under_allowed_vms():
+    empty = event(A, [])
+    plan = plan_fleet_approval([empty], selection(event_types=['Reboot']), allowed_vms=['web-0'])
+    assert plan.approve_ids == [] and reasons(plan) == {A: 'foreign_vms'}
+    with pytest.raises(InvalidParameterError, match='Resources is empty'):
+        plan_fleet_approval([empty], selection(event_ids=[A]), allowed_vms=['web-0'])
+    assert plan_fleet_approval([empty], selection(event_types=['Reboot'])).approve_ids == [A]
+
+
+def test_a_bare_name_found_in_two_resource_groups_allows_neither():
+    # VM names are unique only within a resource group: "web-0" could mean
+    # either, so only an ARM id says which one may be released.
+    fleet = [placed(A, ['web-0'], 'rg-prod'), placed(B, ['web-0'], 'rg-staging')]
+    plan = plan_fleet_approval(fleet, selection(event_types=['Reboot']), allowed_vms=['web-0'])
+    assert plan.approve_ids == [] and reasons(plan) == {A: 'foreign_vms', B: 'foreign_vms'}
+    prod = '/subscriptions/SUB/resourceGroups/RG-PROD/providers/Microsoft.Compute/virtualMachines/web-0'
+    plan = plan_fleet_approval(fleet, selection(event_types=['Reboot']), allowed_vms=[prod])
+    assert plan.approve_ids == [A] and reasons(plan) == {B: 'foreign_vms'}
+    # One resource group read: the bare name is unambiguous.
+    assert plan_fleet_approval(fleet[:1], selection(event_types=['Reboot']), allowed_vms=['web-0']).approve_ids == [A]
+
+
+def test_an_arm_id_allows_its_vm_only_in_its_resource_group():
+    prod = '/subscriptions/sub/resourceGroups/rg-prod/providers/Microsoft.Compute/virtualMachines/web-0'
+    assert foreign_vms(placed(A, ['web-0', 'web-1'], 'rg-prod'), [prod]) == ['web-1']
+    assert foreign_vms(placed(A, ['web-0'], 'rg-staging'), [prod]) == ['web-0']
+
+
 def test_missing_ids_fail_or_are_gone():
     missing = 'DDDDDDDD-0000-0000-0000-000000000004'
     with pytest.raises(InvalidParameterError, match='not in'):
