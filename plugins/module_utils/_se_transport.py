@@ -17,7 +17,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import http.client as http_client
+import io
 import socket
+import time
 from urllib.parse import urlsplit
 
 from ._se_errors import ImdsTimeoutError, ImdsUnreachableError, InvalidParameterError
@@ -50,6 +52,46 @@ def split_origin(url):
     if parts.query:
         path += '?' + parts.query
     return parts.scheme, parts.hostname, port, path
+
+
+class _DeadlineReader(io.RawIOBase):
+    """What ``socket.makefile('rb')`` reads (``raw``), each read given only what is left until ``ends``.
+
+    A socket time-out bounds one read, not the answer: a server that sends a
+    byte now and then (a proxy or relay in the way, a hung IMDS) would keep a
+    request alive without end.
+    """
+
+    def __init__(self, raw, sock, ends):
+        io.RawIOBase.__init__(self)
+        self._raw = raw
+        self._sock = sock
+        self._ends = ends
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        remaining = self._ends - time.monotonic()
+        if remaining <= 0:
+            raise socket.timeout('timed out')
+        self._sock.settimeout(remaining)
+        return self._raw.readinto(buffer)
+
+    def close(self):
+        # The socket file keeps the socket open while the answer is read
+        # (http.client closes its connection early on "Connection: close").
+        self._raw.close()
+        io.RawIOBase.close(self)
+
+
+def _response_class(ends):
+    """An ``HTTPConnection.response_class`` whose status, headers and body must all arrive before ``ends``."""
+    def make_response(sock, *args, **kwargs):
+        response = http_client.HTTPResponse(sock, *args, **kwargs)
+        response.fp = io.BufferedReader(_DeadlineReader(response.fp.detach(), sock, ends))
+        return response
+    return make_response
 
 
 class HttpClientTransport(object):
@@ -112,6 +154,7 @@ class HttpClientTransport(object):
                 self._origin = origin
             connection = self._connection
             connection.sock.settimeout(read_timeout)
+            connection.response_class = _response_class(time.monotonic() + read_timeout)
             connection.request(method, path, body=body, headers=headers)
             response = connection.getresponse()
             data = response.read()

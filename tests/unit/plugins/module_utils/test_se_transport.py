@@ -198,3 +198,42 @@ def test_close_is_idempotent(transport, loopback_imds, reply):
 def test_invalid_url_is_a_parameter_error(transport):
     with pytest.raises(InvalidParameterError):
         transport.request('GET', 'file:///etc/passwd', HEADERS)
+
+
+@pytest.mark.parametrize('chunked', [False, True])
+def test_an_answer_that_trickles_in_is_a_timeout(transport, chunked):
+    # Each byte comes well within the read time-out, the whole answer never
+    # does: a per-read time-out alone would keep the request alive for as
+    # long as the server likes (here 400 bytes, 20 s).
+    import threading
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(('127.0.0.1', 0))
+    listener.listen(1)
+    listener.settimeout(10)
+    stop = threading.Event()
+
+    def serve():
+        conn, dummy = listener.accept()
+        with conn:
+            conn.recv(65536)
+            framing = b'Transfer-Encoding: chunked' if chunked else b'Content-Length: 400'
+            conn.sendall(b'HTTP/1.1 200 OK\r\n' + framing + b'\r\n\r\n')
+            for dummy in range(400):
+                if stop.wait(0.05):
+                    return
+                try:
+                    conn.sendall(b'1\r\n \r\n' if chunked else b' ')
+                except OSError:
+                    return
+
+    server = threading.Thread(target=serve)
+    server.start()
+    try:
+        url = 'http://127.0.0.1:%d%s' % (listener.getsockname()[1], PATH)
+        with pytest.raises(ImdsTimeoutError, match='within 0.5 s'):
+            transport.request('GET', url, HEADERS, read_timeout=0.5)
+    finally:
+        stop.set()
+        server.join(30)
+        listener.close()
