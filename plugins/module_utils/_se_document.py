@@ -150,18 +150,20 @@ def _excerpt(value):
 
 
 def _resources(value, strip_underscore):
+    """``(names, warning)``: the VM names of Resources, and what was wrong with it ('' when nothing)."""
     if value is None:
-        return []
+        return [], ''
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list):
-        return []
+        return [], ('Resources is not a list of VM names (got %s): the event names no VM here, so it is not known to '
+                    'affect any; check that the endpoint is IMDS\'s scheduledevents path' % (_excerpt(value),))
     names = [str(name) for name in value if name is not None]
     if strip_underscore:
         # The 2017-03-01 preview prefixed IaaS names with '_'; later versions
         # do not, and VM identity never has it, so matching needs it gone.
         names = [name[1:] if name.startswith('_') else name for name in names]
-    return names
+    return names, ''
 
 
 def normalize_event(raw_event, api_version=DEFAULT_API_VERSION):
@@ -174,7 +176,7 @@ def normalize_event(raw_event, api_version=DEFAULT_API_VERSION):
     event = {}
     for imds_key, key in _FIELDS:
         event[key] = raw_event.get(imds_key)
-    event['resources'] = _resources(raw_event.get('Resources'), api_version == '2017-03-01')
+    event['resources'], resources_warning = _resources(raw_event.get('Resources'), api_version == '2017-03-01')
     event['duration_in_seconds'] = whole_number(raw_event.get('DurationInSeconds'))
     for key in ('event_id', 'event_type', 'resource_type', 'event_status', 'description', 'event_source'):
         if event[key] is not None and not isinstance(event[key], str):
@@ -183,8 +185,9 @@ def normalize_event(raw_event, api_version=DEFAULT_API_VERSION):
         event[key] = _canonical(event[key], known)
     not_before, warning = normalize_not_before(event['not_before_raw'])
     event['not_before'] = not_before
-    if warning:
-        warnings.append('Event %s: %s' % (event['event_id'], warning))
+    for problem in (resources_warning, warning):
+        if problem:
+            warnings.append('Event %s: %s' % (event['event_id'], problem))
     if not event['event_id']:
         warnings.append('An event without EventId was kept but cannot be approved: %s' % (json.dumps(raw_event, sort_keys=True),))
     return event, warnings

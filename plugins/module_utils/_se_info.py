@@ -21,7 +21,7 @@ from ._se_document import EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES
 from ._se_errors import InvalidParameterError
 from ._se_identity import resolve_resource_name
 from ._se_select import affects, annotate_events, filter_events, is_pending
-from ._se_wait import DEFAULT_POLL_INTERVAL, WaitTimeoutError, poll_until
+from ._se_wait import DEFAULT_POLL_INTERVAL, WaitTimeoutError, poll_until, validate_wait_timeout
 
 WAIT_ANY_EVENT = 'any_event'
 WAIT_THIS_VM_EVENT = 'this_vm_event'
@@ -234,8 +234,7 @@ def fetch_info(client, resource_name=None, selection=None, wait_for=None, since_
     else:
         if wait_for not in WAIT_CHOICES:
             raise InvalidParameterError('wait_for must be one of %s, got %r' % (', '.join(WAIT_CHOICES), wait_for))
-        if wait_timeout is None or wait_timeout < 0:
-            raise InvalidParameterError('wait_timeout must be 0 or more seconds, got %r' % (wait_timeout,))
+        validate_wait_timeout(wait_timeout)
         deadline = client.monotonic() + wait_timeout
         conditions = {}
 

@@ -36,11 +36,19 @@ def validate_poll_interval(poll_interval):
     """Return ``poll_interval`` or raise InvalidParameterError if IMDS would throttle it."""
     if poll_interval is None:
         return DEFAULT_POLL_INTERVAL
-    if poll_interval < MIN_POLL_INTERVAL:
+    if not poll_interval >= MIN_POLL_INTERVAL:   # also refuses NaN, which compares false with everything
         raise InvalidParameterError('poll_interval %s s would exceed the IMDS throttle of about 5 requests per second '
                                     'shared by every client on the VM; use %s s or more'
                                     % (poll_interval, MIN_POLL_INTERVAL))
     return float(poll_interval)
+
+
+def validate_wait_timeout(wait_timeout):
+    """Return ``wait_timeout`` or raise InvalidParameterError unless it is a finite number of seconds, 0 or more."""
+    if wait_timeout is None or isinstance(wait_timeout, bool) or not 0 <= wait_timeout < float('inf'):
+        # ``not 0 <= x`` also refuses NaN, which compares false with everything.
+        raise InvalidParameterError('wait_timeout must be 0 or more seconds, got %r' % (wait_timeout,))
+    return wait_timeout
 
 
 def poll_until(client, condition, wait_timeout, poll_interval=DEFAULT_POLL_INTERVAL, describe=None):
@@ -53,8 +61,7 @@ def poll_until(client, condition, wait_timeout, poll_interval=DEFAULT_POLL_INTER
     WaitTimeoutError whose message includes ``describe(last_normalized)``.
     """
     poll_interval = validate_poll_interval(poll_interval)
-    if wait_timeout is None or wait_timeout < 0:
-        raise InvalidParameterError('wait_timeout must be 0 or more seconds, got %r' % (wait_timeout,))
+    validate_wait_timeout(wait_timeout)
     started = client.monotonic()
     deadline = started + wait_timeout
     last_document, last_error, polls = None, None, 0

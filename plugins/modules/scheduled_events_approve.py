@@ -437,6 +437,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
     WaitTimeoutError,
     poll_until,
     validate_poll_interval,
+    validate_wait_timeout,
 )
 
 DEFAULT_WAIT_TIMEOUT = 1800.0
@@ -592,8 +593,7 @@ class Approval(object):
 def validated_selection(params):
     """The selection from the module's parameters; raises InvalidParameterError before any request."""
     validate_poll_interval(params['poll_interval'])
-    if params['wait_timeout'] < 0:
-        raise InvalidParameterError('wait_timeout must be 0 or more seconds, got %s' % params['wait_timeout'])
+    validate_wait_timeout(params['wait_timeout'])
     return validate_selection(event_ids=params['event_ids'], event_types=params['event_types'],
                               event_sources=params['event_sources'], max_duration=params['max_duration'],
                               scope=params['scope'], leader_only=params['leader_only'], missing=params['missing'])

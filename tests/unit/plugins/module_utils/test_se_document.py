@@ -295,8 +295,12 @@ def test_duration_forms(value, expected):
     ([7], ['7']),
 ])
 def test_resources_forms(value, expected):
-    event, dummy = normalize_event({'EventId': FREEZE_ID, 'Resources': value})
+    event, warnings = normalize_event({'EventId': FREEZE_ID, 'Resources': value})
     assert event['resources'] == expected
+    # Resources that cannot be read leave the event naming no VM: said, not silent.
+    unreadable = value is not None and not isinstance(value, (str, list))
+    assert [FREEZE_ID in warning and 'Resources is not a list' in warning for warning in warnings] == \
+        ([True] if unreadable else [])
 
 
 def test_non_string_texts_become_strings():

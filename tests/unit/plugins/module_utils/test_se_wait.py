@@ -163,7 +163,7 @@ def test_condition_errors_propagate(client_for, westno_responses):
         poll_until(client, broken, wait_timeout=5)
 
 
-@pytest.mark.parametrize('interval', [0.0, 0.1, 0.24, -1])
+@pytest.mark.parametrize('interval', [0.0, 0.1, 0.24, -1, float('nan')])
 def test_poll_interval_below_the_throttle_is_refused(client_for, interval):
     client, transport = client_for([])
     with pytest.raises(InvalidParameterError, match='IMDS throttle of about 5 requests per second'):
@@ -171,7 +171,7 @@ def test_poll_interval_below_the_throttle_is_refused(client_for, interval):
     assert transport.calls == []
 
 
-@pytest.mark.parametrize('wait_timeout', [-1, None])
+@pytest.mark.parametrize('wait_timeout', [-1, None, float('nan'), float('inf')])
 def test_bad_wait_timeout_is_refused(client_for, wait_timeout):
     client, transport = client_for([])
     with pytest.raises(InvalidParameterError, match='wait_timeout must be 0 or more'):
