@@ -116,3 +116,30 @@ def test_headers_file_must_hold_one_line_string_headers(config_dir):
     webhook = validate_config({'webhook': dict(WEBHOOK, headers_file=secret)})['webhook']
     with pytest.raises(ConfigError, match='must not contain line breaks'):
         webhook_headers(webhook, {})
+
+
+def test_a_staged_copy_is_checked_without_its_folder(tmp_path):
+    # Ansible's validate step runs on a copy in the temporary folder of the
+    # user it logs in as (become: root), owned by root by then; the folder is
+    # that user's. The copy must pass; the same folder must still fail the
+    # check of an installed configuration.
+    if os.geteuid() != 0:
+        pytest.skip('needs root to give the folder to another user')
+    folder = tmp_path / 'ansible-tmp-1-2'
+    folder.mkdir(mode=0o700)
+    path = _write(folder / 'source', json.dumps({'poll_interval': 2}), 0o600)
+    os.chown(str(folder), 65534, 65534)
+    assert load_config(path, staged=True)['poll_interval'] == 2
+    with pytest.raises(ConfigError, match='owned by uid 65534'):
+        load_config(path)
+    os.chmod(path, 0o666)
+    with pytest.raises(ConfigError, match='writable by group and others'):
+        load_config(path, staged=True)
+
+
+def test_staged_goes_with_check_only(capsys):
+    from se_service.cli import parse_arguments
+    assert parse_arguments(['--check', '--staged']).staged is True
+    with pytest.raises(SystemExit):
+        parse_arguments(['--staged'])
+    assert '--staged goes with --check only' in capsys.readouterr().err

@@ -31,8 +31,14 @@ def parse_arguments(argv):
                       help='validate the configuration and the hook directories, then exit (non-zero on problems)')
     mode.add_argument('--once', action='store_true',
                       help='poll once and print, as JSON, what the service would do; runs no hook, approves nothing')
+    parser.add_argument('--staged', action='store_true',
+                        help='with --check: the configuration is a copy on its way to its place (as in a '
+                             'configuration tool\'s validate step), so its folder is not checked, only the file')
     parser.add_argument('--version', action='version', version='%(prog)s ' + VERSION)
-    return parser.parse_args(argv)
+    arguments = parser.parse_args(argv)
+    if arguments.staged and not arguments.check:
+        parser.error('--staged goes with --check only')
+    return arguments
 
 
 def _fail(message):
@@ -40,14 +46,14 @@ def _fail(message):
     return EXIT_CONFIG
 
 
-def run_check(config_path):
-    """Validate everything a start would need; print a summary."""
+def run_check(config_path, staged=False):
+    """Validate everything a start would need; print a summary (``staged``: see load_config)."""
     from .config import PHASES, ConfigError, load_config, validate_loopback_listen
     from .hooks import check_hooks
     from .metrics import MetricsListenError, check_listen_address
     from .security import InsecureFileError
     try:
-        config = load_config(config_path)
+        config = load_config(config_path, staged=staged)
         found = check_hooks(config['hooks_dir'], PHASES)
         if config['metrics']['listen']:
             check_listen_address(*validate_loopback_listen(config['metrics']['listen']))
@@ -160,7 +166,7 @@ def main(argv=None):
     from .config import DEFAULT_CONFIG_PATH
     config_path = arguments.config or DEFAULT_CONFIG_PATH
     if arguments.check:
-        return run_check(config_path)
+        return run_check(config_path, staged=arguments.staged)
     if arguments.once:
         return run_once(config_path)
     return run_service(config_path)

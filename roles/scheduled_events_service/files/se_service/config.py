@@ -248,11 +248,17 @@ def validate_config(given):
     return config
 
 
-def load_config(path):
-    """Read, trust-check and validate the configuration file at ``path``."""
+def load_config(path, staged=False):
+    """Read, trust-check and validate the configuration file at ``path``.
+
+    ``staged``: the file is a copy on its way to its place (Ansible's
+    ``validate`` step): the file itself must be trusted, its folder need not
+    be, as that is the temporary folder of whoever Ansible logs in as.
+    """
     try:
         check_trusted(path)
-        check_trusted(os.path.dirname(os.path.abspath(path)), expect_directory=True)
+        if not staged:
+            check_trusted(os.path.dirname(os.path.abspath(path)), expect_directory=True)
     except InsecureFileError as exc:
         raise ConfigError('refusing the configuration: %s' % exc)
     try:
