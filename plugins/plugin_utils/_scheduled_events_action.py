@@ -58,6 +58,9 @@ _INSTALL_HINT = {
 }
 
 
+WINDOWS_SHELL_FAMILIES = ('powershell', 'cmd')
+
+
 def choose_path(shell_family, setting, local=False, asynchronous=False):
     """How the IMDS requests of a task travel: PYTHON_MODULE, IN_CONTROLLER or an HTTP module's name.
 
@@ -68,7 +71,9 @@ def choose_path(shell_family, setting, local=False, asynchronous=False):
     ``async`` (which only the Python module supports).
     """
     if setting is None or setting == '' or setting == AUTO:
-        if shell_family == 'powershell':
+        # The cmd shell (Windows over SSH with cmd.exe as its default shell)
+        # runs PowerShell modules too; neither runs the Python module.
+        if shell_family in WINDOWS_SHELL_FAMILIES:
             return WIN_URI
         return IN_CONTROLLER if local and not asynchronous else PYTHON_MODULE
     if setting == PYTHON_MODULE or setting in HTTP_MODULES:

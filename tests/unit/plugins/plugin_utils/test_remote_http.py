@@ -495,6 +495,8 @@ class TestActionHelpers(object):
     @pytest.mark.parametrize('shell_family, setting, local, asynchronous, expected', [
         ('powershell', None, False, False, WIN_URI),
         ('powershell', 'auto', False, False, WIN_URI),
+        # Windows over SSH with cmd.exe as the default shell.
+        ('cmd', None, False, False, WIN_URI),
         ('sh', None, False, False, 'module'),
         ('sh', '', False, False, 'module'),
         ('sh', URI, False, False, URI),
