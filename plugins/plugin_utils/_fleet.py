@@ -33,6 +33,8 @@ FILTER_NAME = 'fleet_events'
 # Annotations that only hold for the host that read the event (or the moment
 # it read it); the fleet view replaces them with host lists.
 _PER_HOST_KEYS = ('affects_this_vm', 'is_leader', 'seconds_until_not_before')
+# Fields an older api-version leaves out, which another host's copy may have.
+_FILLABLE_KEYS = ('event_source', 'description', 'duration_in_seconds', 'resource_type')
 
 
 def _usable_result(host, result):
@@ -96,13 +98,29 @@ def _event_key(event):
     key = event_id_key(event.get('event_id'))
     if key:
         return key
-    # Without an id the content is the only identity there is.
-    return json.dumps(dict((name, event.get(name)) for name in ('event_type', 'resources', 'not_before_raw')),
-                      sort_keys=True, default=str)
+    # Without an id the content is the only identity there is: what does not
+    # change while it runs (NotBefore empties once it has Started).
+    return json.dumps(dict((name, event.get(name)) for name in ('event_type', 'resources')), sort_keys=True,
+                      default=str)
 
 
 def _further_along(candidate, current):
     return status_rank(candidate) > status_rank(current)
+
+
+def _filled(event, other):
+    """``event``, its missing fields taken from ``other`` (another host's copy of the same event).
+
+    Hosts may read with different api-versions: an older one gives no
+    EventSource, Description or DurationInSeconds, which a newer one has.
+    """
+    missing = [key for key in _FILLABLE_KEYS if event.get(key) is None and other.get(key) is not None]
+    if not missing:
+        return event
+    filled = dict(event)
+    for key in missing:
+        filled[key] = other[key]
+    return filled
 
 
 def _append_once(items, item):
@@ -140,7 +158,9 @@ def merge_fleet_events(pairs):
                 continue
             _append_once(entry['seen_by'], host)
             if _further_along(event, entry['event']):
-                entry['event'] = event
+                entry['event'] = _filled(event, entry['event'])
+            else:
+                entry['event'] = _filled(entry['event'], event)
     return [_fleet_event(merged[key]['event'], merged[key]['seen_by'], hosts_by_name) for key in order]
 
 

@@ -213,6 +213,27 @@ class TestFleetEvents(object):
         fleet = fleet_events(per_host)
         assert len(fleet) == 1 and fleet[0]['hosts'] == ['a', 'b']
 
+    def test_an_event_without_id_is_one_event_before_and_after_it_starts(self):
+        scheduled = {'event_id': None, 'event_type': 'Reboot', 'event_status': 'Scheduled', 'resources': ['A', 'B'],
+                     'not_before_raw': 'Mon, 11 Apr 2022 22:26:58 GMT'}
+        started = dict(scheduled, event_status='Started', not_before_raw='')
+        fleet = fleet_events({'a': {'resource_name': 'A', 'events': [scheduled]},
+                              'b': {'resource_name': 'B', 'events': [started]}})
+        assert len(fleet) == 1 and fleet[0]['event_status'] == 'Started' and fleet[0]['seen_by'] == ['a', 'b']
+
+    def test_fields_an_older_api_version_leaves_out_come_from_another_hosts_copy(self):
+        # 2017-03-01 gives no EventSource, Description or DurationInSeconds:
+        # a User event must still be found as one in the merged list.
+        old = {'event_id': FREEZE, 'event_type': 'Reboot', 'event_status': 'Scheduled', 'resources': ['A', 'B'],
+               'event_source': None, 'description': None, 'duration_in_seconds': None}
+        new = dict(old, event_source='User', description='restart', duration_in_seconds=-1)
+        for first, second in ((old, new), (dict(old, event_status='Started'), new)):
+            fleet = fleet_events({'a': {'resource_name': 'A', 'events': [first]},
+                                  'b': {'resource_name': 'B', 'events': [second]}})
+            assert len(fleet) == 1 and fleet[0]['event_source'] == 'User'
+            assert fleet[0]['description'] == 'restart' and fleet[0]['duration_in_seconds'] == -1
+            assert fleet[0]['event_status'] == first['event_status']
+
     def test_empty(self):
         assert fleet_events({}) == []
         assert fleet_events({'a': {'resource_name': 'A', 'events': []}}) == []
