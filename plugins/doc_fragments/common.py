@@ -118,6 +118,4 @@ options:
     ini:
       - section: azure_scheduled_events
         key: resource_name
-    vars:
-      - name: azure_scheduled_events_resource_name
 '''

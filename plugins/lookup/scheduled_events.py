@@ -67,6 +67,9 @@ notes:
     (C(AZURE_SCHEDULED_EVENTS_*)) and in variables (C(azure_scheduled_events_*)), as listed for each option.
   - When O(resource_name) is not set, the controller's VM name is read from its instance metadata; if that fails the
     controller's short host name is used and a warning says so.
+  - The variable C(azure_scheduled_events_resource_name) is not read, as in an inventory it names a managed host's VM
+    (for the shipped playbooks and the fleet plane), never the controller's, so a lookup in a play over those hosts
+    would annotate the controller's events for another VM.
 seealso:
   - module: azure_maintenance.scheduled_events.scheduled_events_info
 '''

@@ -140,11 +140,22 @@ class TestOptions(object):
     def test_options_from_variables(self, lookup, clients, imds):
         variables = {'azure_scheduled_events_endpoint': ENDPOINT, 'azure_scheduled_events_api_version': '2019-08-01',
                      'azure_scheduled_events_timeout': 3, 'azure_scheduled_events_retries': 1,
-                     'azure_scheduled_events_deadline': 20, 'azure_scheduled_events_resource_name': 'WestNO_2'}
-        assert lookup.run(['resource_name'], variables=variables) == ['WestNO_2']
+                     'azure_scheduled_events_deadline': 20}
+        assert lookup.run(['resource_name'], variables=variables, resource_name='WestNO_2') == ['WestNO_2']
         assert clients[-1] == {'endpoint': ENDPOINT, 'api_version': '2019-08-01', 'timeout': 3.0, 'retries': 1,
                                'deadline': 20.0, 'resource_name': 'WestNO_2'}
         assert imds.requests == [ENDPOINT + '?api-version=2019-08-01']
+
+    def test_a_managed_hosts_vm_name_is_not_taken_for_the_controllers(self, lookup, clients, monkeypatch):
+        # azure_scheduled_events_resource_name names the VM of the host the
+        # task runs for (the playbooks and the fleet plane set it per host);
+        # the lookup reads the controller's own IMDS.
+        variables = {'azure_scheduled_events_endpoint': ENDPOINT, 'azure_scheduled_events_resource_name': 'WestNO_2'}
+        lookup.run([], variables=variables)
+        assert clients[-1]['resource_name'] is None
+        monkeypatch.setenv('AZURE_SCHEDULED_EVENTS_RESOURCE_NAME', 'WestNO_3')
+        lookup.run([], variables=variables)
+        assert clients[-1]['resource_name'] == 'WestNO_3'
 
     def test_options_from_environment(self, lookup, clients, monkeypatch):
         monkeypatch.setenv('AZURE_SCHEDULED_EVENTS_ENDPOINT', ENDPOINT)
