@@ -19,7 +19,7 @@ __metaclass__ = type
 
 from ._se_document import EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES
 from ._se_errors import InvalidParameterError
-from ._se_identity import resolve_resource_name
+from ._se_identity import SOURCE_HOSTNAME, resolve_resource_name
 from ._se_select import affects, annotate_events, filter_events, is_pending
 from ._se_wait import DEFAULT_POLL_INTERVAL, WaitTimeoutError, poll_until, validate_wait_timeout
 
@@ -28,6 +28,8 @@ WAIT_THIS_VM_EVENT = 'this_vm_event'
 WAIT_NO_THIS_VM_EVENTS = 'no_this_vm_events'
 WAIT_INCARNATION_CHANGE = 'incarnation_change'
 WAIT_CHOICES = (WAIT_ANY_EVENT, WAIT_THIS_VM_EVENT, WAIT_NO_THIS_VM_EVENTS, WAIT_INCARNATION_CHANGE)
+# Waits whose answer depends on which VM this is.
+_THIS_VM_WAITS = (WAIT_THIS_VM_EVENT, WAIT_NO_THIS_VM_EVENTS)
 
 DEFAULT_WAIT_TIMEOUT = 300.0
 
@@ -215,6 +217,22 @@ class _Identity(object):
             self.name, self.source, self.warning = resolve_resource_name(self.client, self.override, deadline=deadline)
         return self.name
 
+    @property
+    def guessed(self):
+        """Whether the name is the host name, taken because IMDS did not say (see resolve_resource_name)."""
+        return self.source == SOURCE_HOSTNAME
+
+    def resolve_for_wait(self, deadline):
+        """The name, asked of IMDS again at each poll of a wait for as long as it is only a guess.
+
+        One throttled or slow answer from the instance metadata must not
+        decide a whole wait: a scale-set instance (``myScaleSet_3``) never
+        has its host name in Resources.
+        """
+        if self.guessed:
+            self.name = None
+        return self.resolve(deadline)
+
 
 def fetch_info(client, resource_name=None, selection=None, wait_for=None, since_incarnation=None,
                wait_timeout=DEFAULT_WAIT_TIMEOUT, poll_interval=DEFAULT_POLL_INTERVAL, now=None):
@@ -239,13 +257,22 @@ def fetch_info(client, resource_name=None, selection=None, wait_for=None, since_
         conditions = {}
 
         def condition(normalized):
-            # Built on first use: the name is only known after the first answer.
-            if 'holds' not in conditions:
-                conditions['holds'] = wait_condition(wait_for, identity.resolve(deadline), selection, since_incarnation)
+            # Built on first use (the name is only known after the first
+            # answer), and again when a guessed name gives way to IMDS's.
+            name = identity.resolve_for_wait(deadline) if wait_for in _THIS_VM_WAITS else identity.resolve(deadline)
+            if conditions.get('name') != name or 'holds' not in conditions:
+                conditions.update(name=name, holds=wait_condition(wait_for, name, selection, since_incarnation))
+            if identity.guessed and wait_for == WAIT_NO_THIS_VM_EVENTS:
+                # A guessed name matches nothing in Resources: "none of this
+                # VM's events left" would hold while its Reboot is pending.
+                return False
             return conditions['holds'](normalized)
 
         def describe(normalized):
-            return describe_state(normalized, identity.resolve(deadline), selection)
+            text = describe_state(normalized, identity.resolve(deadline), selection)
+            if identity.guessed:
+                text += ' (this VM\'s name is only a guess: %s)' % identity.warning
+            return text
 
         try:
             normalized, raw, waited, polls = poll_until(client, condition, wait_timeout, poll_interval, describe)

@@ -399,6 +399,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_approval import (
     MISSING_CHOICES,
     SCOPES,
+    SKIP_NOT_LEADER,
+    SKIP_NOT_THIS_VM,
     STATUS_GONE,
     WAIT_CHOICES,
     WAIT_NONE,
@@ -426,6 +428,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
     VIA_IMDS,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_identity import (
+    SOURCE_HOSTNAME,
     resolve_resource_name,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_options import (
@@ -551,6 +554,18 @@ class Approval(object):
             self.module.warn('Event(s) %s left the document without being seen Started: Azure cancelled them, or '
                              'they started and ended between two reads.' % ', '.join(vanished))
 
+    def refuse_guessed_skips(self, plan, why):
+        """Fail, before anything is sent, when a guessed VM name made events look like another VM's.
+
+        With the host name standing in for the VM name (IMDS did not say),
+        "not this VM" and "not the leader" may be wrong: the user's own event
+        would wait silently for its NotBefore.
+        """
+        doubtful = [entry['event_id'] for entry in plan.skipped if entry['reason'] in (SKIP_NOT_THIS_VM, SKIP_NOT_LEADER)]
+        if doubtful:
+            self.fail('Nothing was approved: %s were left out as another VM\'s, but that rests on a guess. %s Run the '
+                      'task again once IMDS answers, or set resource_name.' % (', '.join(doubtful), why))
+
     def run(self):
         params = self.module.params
         name, source, warning = resolve_resource_name(self.client, params['resource_name'])
@@ -562,6 +577,8 @@ class Approval(object):
         self.latest_document, dummy = self.client.get_document()
         self.record_document(self.latest_document)
         plan = self.plan(self.latest_document)
+        if source == SOURCE_HOSTNAME:
+            self.refuse_guessed_skips(plan, warning)
         self.record_plan(plan, approved=self.module.check_mode)
         if self.module.check_mode:
             self.result['changed'] = bool(plan.approve)

@@ -446,6 +446,20 @@ def test_unreadable_identity_falls_back_to_the_host_name_with_a_warning(run, doc
     assert any('host name' in warning for warning in warning_texts(result))
 
 
+def test_events_left_out_only_because_of_a_guessed_name_fail_the_task(run, document, monkeypatch):
+    # The instance metadata did not answer: the host name stands in, matches
+    # nothing in Resources, and the user's own event would silently wait for
+    # its NotBefore as "another VM's".
+    from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils import _se_identity
+    monkeypatch.setattr(_se_identity, 'fallback_resource_name', lambda: 'vm-host')
+    imds = ScriptedImds([document])
+    imds.fail_next('GET', 404)
+    failed, result = run(imds, event_ids=[FREEZE_SHARED])
+    assert failed and 'rests on a guess' in result['msg'] and FREEZE_SHARED in result['msg']
+    assert 'set resource_name' in result['msg']
+    assert imds.posts == [] and result['resource_name_source'] == 'hostname'
+
+
 # --- waiting ------------------------------------------------------------------------------
 
 def test_wait_started_polls_until_started(run, clock, document):

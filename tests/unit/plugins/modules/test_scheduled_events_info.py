@@ -452,6 +452,23 @@ class TestWaiting(object):
         assert result['polls'] == 3
         assert result['maintenance_pending'] is False
 
+    def test_a_guessed_name_never_ends_a_wait_for_no_events_of_this_vm(self, run):
+        # The instance metadata is throttled at first: the host name stands in
+        # for the VM name, matches nothing in Resources, and must not make
+        # "none of this VM's events left" hold while its Freeze is pending.
+        documents = [load_fixture('westno_2.json')] * 3 + [load_fixture('westno_4.json')]
+        imds = ScriptedImds(documents)
+        imds.compute_faults.extend([json_response(429, {'error': 'throttled'})] * 2)
+        result = run(imds, wait_for='no_this_vm_events', retries=0)
+        assert result['document_incarnation'] == 4 and result['polls'] == 4
+        assert (result['resource_name'], result['resource_name_source']) == ('WestNO_0', 'imds')
+
+    def test_a_wait_that_never_learns_the_name_says_so_when_it_times_out(self, run):
+        imds = ScriptedImds([load_fixture('westno_4.json')])
+        imds.compute_faults.extend([json_response(429, {'error': 'throttled'})] * 100)
+        result = run(imds, wait_for='no_this_vm_events', retries=0, wait_timeout=3, poll_interval=1)
+        assert result['failed'] is True and "this VM's name is only a guess" in result['msg']
+
     def test_incarnation_change_since_a_given_incarnation(self, run):
         documents = [load_fixture(name) for name in ('westno_2.json', 'westno_2.json', 'westno_3.json')]
         result = run(ScriptedImds(documents), wait_for='incarnation_change', since_incarnation=2)
