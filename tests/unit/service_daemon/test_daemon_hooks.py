@@ -226,3 +226,31 @@ def test_whether_the_event_is_ours_keeps_unknown_on_stdin_and_in_the_environment
     assert document['event']['affects_this_vm'] is stdin_value
     environment = hook_environment({}, 'prepare', event, None if known is None else 'vm0', 7)
     assert environment['SE_AFFECTS_THIS_VM'] == env_value and environment['SE_IS_LEADER'] == env_value
+
+
+@pytest.mark.parametrize('content, message', [
+    (b'echo draining\n', 'has no #! line'),
+    (b'#!/bin/sh\r\necho draining\r\n', 'Windows line end'),
+    (b'#!/no/such/interpreter\necho draining\n', 'is not there'),
+    (b'#!sh\necho draining\n', 'by its full path'),
+    (b'#!/bin/sh\necho draining\n', None),
+    (b'#! /bin/sh -e\necho draining\n', None),
+])
+def test_a_hook_the_kernel_could_not_start_is_refused_by_the_check(base, hooks_tree, content, message):
+    # Found when installed (--check, start), not when maintenance comes and
+    # the hook "could not start": a failed prepare blocks the approval.
+    path = hooks_tree / '10-drain'
+    path.write_bytes(content)
+    os.chmod(str(path), 0o755)
+    if message is None:
+        assert hooks.check_hooks(str(base / 'hooks'), ['prepare']) == {'prepare': ['10-drain']}
+    else:
+        with pytest.raises(hooks.UnstartableHookError, match=message):
+            hooks.check_hooks(str(base / 'hooks'), ['prepare'])
+
+
+def test_a_program_is_a_startable_hook(base, hooks_tree):
+    import shutil
+    shutil.copy('/bin/true', str(hooks_tree / '10-program'))
+    os.chmod(str(hooks_tree / '10-program'), 0o755)
+    assert hooks.check_hooks(str(base / 'hooks'), ['prepare']) == {'prepare': ['10-program']}

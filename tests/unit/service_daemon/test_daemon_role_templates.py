@@ -121,3 +121,28 @@ def test_systemd_verifies_the_unit_and_rates_its_exposure_low(systemd_analyze, t
 def test_the_rendered_configuration_is_one_the_daemon_accepts(overrides):
     from se_service.config import validate_config
     validate_config(json.loads(render('config.json.j2', **overrides)))
+
+
+def test_the_role_refuses_the_hook_names_the_service_skips():
+    # A hook the role installs under a name the service skips would never run.
+    from se_service.hooks import _IGNORED_SUFFIXES
+    with open(os.path.join(ROLE, 'vars', 'main.yml')) as handle:
+        endings = yaml.safe_load(handle)['_scheduled_events_service_skipped_hook_endings']
+    assert tuple(endings) == _IGNORED_SUFFIXES
+
+
+@pytest.mark.parametrize('name, usable', [('10-drain', True), ('10-drain.bak', False), ('10-drain~', False),
+                                          ('10-drain.dpkg-old', False), ('backup', True), ('10.orig.sh', True)])
+def test_the_role_check_of_hook_names_follows_the_service(name, usable):
+    with open(os.path.join(ROLE, 'tasks', 'preflight.yml')) as handle:
+        tasks = yaml.safe_load(handle)
+    check = next(task for task in tasks if task['name'] == 'Check the hooks')
+    condition = next(text for text in check['ansible.builtin.assert']['that']
+                     if '_scheduled_events_service_skipped_hook_endings' in text)
+    with open(os.path.join(ROLE, 'vars', 'main.yml')) as handle:
+        variables = _trusted({'_scheduled_events_service_skipped_hook_endings':
+                              yaml.safe_load(handle)['_scheduled_events_service_skipped_hook_endings']})
+    variables['item'] = {'phase': 'prepare', 'name': name, 'content': 'x'}
+    templar = ansible_template.Templar(loader=DataLoader(), variables=variables)
+    result = templar.template(ansible_template.trust_as_template('{{ %s }}' % condition))
+    assert result is usable

@@ -29,6 +29,20 @@ import time
 
 from .security import InsecureFileError, check_trusted, check_trusted_chain
 
+# The first bytes of a Linux program (the other kind of file the kernel starts: a script with a #! line).
+_ELF_MAGIC = b'\x7fELF'
+# What the kernel reads of a #! line.
+_SHEBANG_LIMIT = 256
+
+
+class UnstartableHookError(InsecureFileError):
+    """A hook the kernel cannot start (no #! line, an interpreter that is not there).
+
+    Not a security matter, but refused where an untrusted hook is (``--check``
+    and the start), so that it shows when installed, not at maintenance time.
+    """
+
+
 # Names run-parts and package managers leave behind; they are never run.
 _IGNORED_SUFFIXES = ('~', '.disabled', '.dpkg-old', '.dpkg-dist', '.dpkg-new', '.dpkg-tmp', '.rpmnew', '.rpmsave',
                      '.rpmorig', '.swp', '.bak', '.orig')
@@ -96,9 +110,35 @@ def check_hooks(hooks_dir, phases):
         check_trusted(directory, expect_directory=True)
         names = list_hooks(hooks_dir, phase)
         for name in names:
-            check_trusted_chain(os.path.join(directory, name), require_executable=True)
+            check_startable(check_trusted_chain(os.path.join(directory, name), require_executable=True))
         found[phase] = names
     return found
+
+
+def check_startable(path):
+    """Raise UnstartableHookError unless the kernel can start ``path``: a program, or a script whose #! names an interpreter that is there."""
+    try:
+        with open(path, 'rb') as handle:
+            head = handle.read(_SHEBANG_LIMIT)
+    except OSError as exc:
+        raise UnstartableHookError('hook %s cannot be read (%s)' % (path, exc.strerror or exc))
+    if head.startswith(_ELF_MAGIC):
+        return
+    if not head.startswith(b'#!'):
+        raise UnstartableHookError('hook %s has no #! line and is no program, so it cannot be started (Exec format '
+                                   'error); make its first line name its interpreter, such as #!/bin/sh' % path)
+    line = head[2:].split(b'\n', 1)[0]
+    if line.endswith(b'\r'):
+        raise UnstartableHookError('the #! line of hook %s ends in a Windows line end (CR), so its interpreter is not '
+                                   'found; run: sed -i \'s/\\r$//\' %s' % (path, path))
+    words = line.split()
+    interpreter = words[0].decode('utf-8', 'replace') if words else ''
+    if not os.path.isabs(interpreter):
+        raise UnstartableHookError('the #! line of hook %s names no interpreter by its full path (%r); write it as '
+                                   'in #!/bin/sh' % (path, interpreter))
+    if not os.path.isfile(interpreter) or not os.access(interpreter, os.X_OK):
+        raise UnstartableHookError('the interpreter of hook %s, %s, is not there or cannot be run; install it or '
+                                   'change the #! line' % (path, interpreter))
 
 
 def _text(value):
