@@ -139,3 +139,14 @@ def test_origins_compare_scheme_host_and_port(url, location, same):
 def test_unfollowable_redirects_are_refused(location, hops, message):
     with pytest.raises(ValueError, match=message):
         redirect_target('https://a.example/x', 302, location, 'https://a.example/x', hops)
+
+
+def test_a_failed_delivery_logs_the_origin_not_a_token_in_the_path(receivers, caplog):
+    # Many receivers (Slack, Teams, ...) carry their token in the URL's path.
+    receiver = receivers()
+    receiver.answer = (500, {})
+    with caplog.at_level(logging.WARNING, logger='test'):
+        notifier = deliver(receiver.url + '/services/T0001/B0001/SuperSecretToken123?sig=abc')
+    assert notifier.failed == 1
+    assert 'did not accept' in caplog.text and receiver.url + '/...' in caplog.text
+    assert 'SuperSecretToken123' not in caplog.text and 'sig=abc' not in caplog.text

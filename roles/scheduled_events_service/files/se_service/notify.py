@@ -40,6 +40,12 @@ def origin_of(url):
     return scheme, (parts.hostname or '').lower(), parts.port or _DEFAULT_PORTS.get(scheme)
 
 
+def shown_url(url):
+    """``url`` as logs show it: scheme, host and port only, as many receivers carry a token in the path."""
+    parts = urlsplit(url)
+    return '%s://%s/...' % (parts.scheme, parts.netloc.rpartition('@')[2]) if parts.netloc else '(webhook URL)'
+
+
 def redirect_target(url, status, location, original_url, hops):
     """Where a redirect answer leads, and whether the configured headers may go there.
 
@@ -199,5 +205,5 @@ class WebhookNotifier(object):
                     self._condition.wait(self.backoff_base * (2 ** attempt))
         self.failed += 1
         self.logger.warning('webhook %s did not accept the %s notification after %d attempt(s): %s',
-                            self.url, record.get('kind'), self.retries + 1, error,
+                            shown_url(self.url), record.get('kind'), self.retries + 1, error,
                             extra={'fields': {'webhook_error': error, 'kind': record.get('kind')}})
