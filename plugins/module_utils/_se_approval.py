@@ -202,12 +202,13 @@ def missing_ids_message(missing_ids, document_incarnation=None):
             % (', '.join(missing_ids), where, SKIP_GONE))
 
 
-def plan_approval(events, resource_name, selection, document_incarnation=None):
+def plan_approval(events, resource_name, selection, document_incarnation=None, missing_message=missing_ids_message):
     """Decide what ``resource_name`` approves among ``events``; return an ApprovalPlan.
 
     With ids, each id is looked up without case; an absent id fails
     (``missing: fail``, InvalidParameterError naming every absent id) or is
-    skipped as ``gone``. With filters, only events passing them (and, with
+    skipped as ``gone`` (``missing_message(ids, document_incarnation)`` says
+    why, for the source the events came from). With filters, only events passing them (and, with
     scope ``this_vm``, affecting this VM) are considered, so unrelated
     events do not crowd ``skipped``. Events without an EventId are never
     approvable and never listed.
@@ -232,7 +233,7 @@ def plan_approval(events, resource_name, selection, document_incarnation=None):
 
     missing_ids = [event_id for event_id in selection.event_ids if find_event(events, event_id) is None]
     if missing_ids and selection.missing == MISSING_FAIL:
-        raise InvalidParameterError(missing_ids_message(missing_ids, document_incarnation))
+        raise InvalidParameterError(missing_message(missing_ids, document_incarnation))
     for event_id in selection.event_ids:
         event = find_event(events, event_id)
         if event is None:

@@ -20,7 +20,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ._se_approval import SCOPE_ALL, SKIP_NOT_SCHEDULED, ApprovalPlan, plan_approval
+from ._se_approval import SCOPE_ALL, SKIP_GONE, SKIP_NOT_SCHEDULED, ApprovalPlan, plan_approval
 from ._se_errors import InvalidParameterError
 from ._se_graph import parse_arm_vm_id
 from ._se_select import affects, event_id_key
@@ -68,6 +68,20 @@ def foreign_vms(event, allowed_vms, places=None):
     return outside
 
 
+def fleet_missing_ids_message(missing_ids, dummy_incarnation=None):
+    """The failure message for ids Resource Graph did not return.
+
+    Unlike IMDS, Resource Graph keeps a finished event (Completed, Canceled),
+    so an id it does not list is seldom over: the read did not reach it.
+    """
+    return ('event_ids %s are not among the events Resource Graph returned, so nothing was acknowledged. It lists '
+            'finished events too (Completed, Canceled), so check: the ids; subscriptions and resource_groups (do '
+            'they hold the VM?); that the VM, availability set or scale set publishes its events '
+            '(scheduledEventsPolicy, eventGridAndResourceGraph enabled); and that the identity may read them (the '
+            'ScheduledEventContributor role). Or set missing: ignore to skip such ids with reason %r.'
+            % (', '.join(missing_ids), SKIP_GONE))
+
+
 def vm_places(events):
     """``{VM name (lower case): set of (subscription, resource group)}`` over the Resources of ``events``."""
     places = {}
@@ -97,7 +111,7 @@ def plan_fleet_approval(events, selection, vm_names=None, allowed_vms=None, reso
     places = vm_places(events)
     if selection.uses_filters and vm_names:
         events = [event for event in events if any(affects(event, name) for name in vm_names)]
-    plan = plan_approval(events, resource_name, selection)
+    plan = plan_approval(events, resource_name, selection, missing_message=fleet_missing_ids_message)
     status_of = dict((event_id_key(event.get('event_id')), str(event.get('event_status')).lower()) for event in events)
     approve, skipped = [], []
     for entry in plan.skipped:
