@@ -418,7 +418,6 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_errors import (
     ImdsHttpError,
-    InvalidParameterError,
     ScheduledEventsError,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_arm_options import (
