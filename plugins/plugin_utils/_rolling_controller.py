@@ -64,7 +64,7 @@ IN_IMPACT = 'in_impact'              # Started; waiting for its hosts to answer 
 VERIFYING = 'verifying'              # impact over; verify tasks asked for
 UNDRAINING = 'undraining'            # verified; return to service asked for
 DONE = 'done'                        # its hosts are back in service (or deleted with the VM)
-FAILED = 'failed'                    # a drain or a verify failed; its hosts are left for a person
+FAILED = 'failed'                    # a verify failed; its host is left drained for a person
 CANCELLED = 'cancelled'              # left the document without starting
 NOT_HANDLED = 'not_handled'          # type or source not selected
 GONE = 'gone'                        # left the document after it started
@@ -107,7 +107,7 @@ TRANSITIONS = (
     (OVER_BUDGET, 'too_early', PENDING, ACT_NONE),
     (OVER_BUDGET, 'no_capacity', PENDING, ACT_WARN),
     (OVER_BUDGET, 'fits', DRAINING, ACT_DRAIN),
-    (DRAINING, 'drain_failed', FAILED, ACT_UNDRAIN),
+    (DRAINING, 'drain_failed', AWAITING_START, ACT_WARN),
     (DRAINING, 'drained_approvable', APPROVING, ACT_APPROVE),
     (DRAINING, 'drained_not_approvable', AWAITING_START, ACT_NONE),
     (APPROVING, 'approved', AWAITING_START, ACT_NONE),
@@ -143,7 +143,8 @@ CONDITIONS = {
     'no_capacity': 'draining it now would put more hosts of a group out than max_unavailable; it waits, and says '
                    'so when NotBefore is within the drain lead',
     'fits': 'its hosts can be drained within max_unavailable',
-    'drain_failed': 'a drain task of one of its hosts failed',
+    'drain_failed': 'a drain task of one of its hosts failed: not approved; Azure starts it at NotBefore all the same, '
+                    'so the hosts drained stay out and the failed one counts as out until it is over',
     'drained_approvable': 'every host drained, no VM outside the run in Resources, approval on',
     'drained_not_approvable': 'every host drained, but it names a VM outside the run or approval is off',
     'approved': 'the leader\'s approval POST succeeded',
@@ -596,7 +597,8 @@ class _Round(object):
             record['outcome'] = 'cancelled'
             self.move(record, 'gone_before_start', CANCELLED)
             return
-        if state in (APPROVING, AWAITING_START) and not started and self.undrained_hosts(record):
+        if state in (APPROVING, AWAITING_START) and not started and [
+                host for host in self.undrained_hosts(record) if host not in record['failed_hosts']]:
             self.move(record, 'hosts_added', PENDING)
             return
         if state == IN_IMPACT:
@@ -628,8 +630,11 @@ class _Round(object):
             record['outcome_reason'] = 'more hosts than max_unavailable allows; rolling_over_budget is leave'
         elif missing:
             record['outcome'] = 'started_undrained'
-            record['outcome_reason'] = 'started while %s %s not drained (%s: %s)' % (
-                ', '.join(missing), 'was' if len(missing) == 1 else 'were', record['state'], record['reason'])
+            why = '%s: %s' % (record['state'], record['reason'])
+            if all(host in record['failed_hosts'] for host in missing):
+                why = 'its drain failed: %s' % '; '.join(record['failed_hosts'][host] for host in missing)
+            record['outcome_reason'] = 'started while %s %s not drained (%s)' % (
+                ', '.join(missing), 'was' if len(missing) == 1 else 'were', why)
         elif record['times']['approved'] is not None:
             record['outcome'] = 'approved'
         elif record['foreign_resources'] and not self.options.get('allow_foreign_resources'):
@@ -712,10 +717,14 @@ class _Round(object):
 
     def _in_draining(self, record):
         if record['failed_hosts']:
+            # Not approved, but Azure starts it at NotBefore anyway: putting
+            # the hosts drained so far back would have them impacted in
+            # service, and the failed host is as good as out from then on.
             record['outcome'] = 'drain_failed'
             record['outcome_reason'] = '; '.join('%s: %s' % item for item in sorted(record['failed_hosts'].items()))
-            self.move(record, 'drain_failed', FAILED)
-            self.warn(record, record['outcome_reason'] + '; not approved, its drained hosts go back to service')
+            self.move(record, 'drain_failed', AWAITING_START)
+            self.warn(record, record['outcome_reason'] + '; not approved: Azure starts it at NotBefore %s, the hosts '
+                      'drained stay out until it is over' % (record.get('not_before') or '?'))
             return
         if self.undrained_hosts(record):
             return
@@ -961,7 +970,8 @@ def outcome_of(record):
     if state == OVER_BUDGET:
         return 'left_undrained' if record.get('over_budget_choice') == 'leave' else 'will_start_undrained'
     if state in (PENDING, DRAINING, APPROVING, AWAITING_START):
-        return 'in_progress'
+        # A failed drain says more than "in progress" about an event that did not start yet.
+        return 'drain_failed' if record.get('outcome') == 'drain_failed' else 'in_progress'
     if state in (IN_IMPACT, VERIFYING, UNDRAINING) and record.get('outcome') not in (
             'started_undrained', 'started_without_notice', 'left_undrained'):
         # Its hosts are not back in service yet.

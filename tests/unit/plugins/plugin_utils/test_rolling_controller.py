@@ -166,7 +166,7 @@ def _row_cases():
          [(0, [big, ev('E0', ['db_0'], source='User', not_before=T0 + 9000)]),
           (5, [ev('E1', ['db_1']), ev('E0', ['db_0'], source='User', not_before=T0 + 9000)])], {}),
         ((rc.OVER_BUDGET, 'fits', rc.DRAINING), [(0, [big]), (5, [ev('E1', ['db_1'])])], {}),
-        ((rc.DRAINING, 'drain_failed', rc.FAILED), [(0, [freeze])], {'failing': {('drain', 'w0'): 'refused'}}),
+        ((rc.DRAINING, 'drain_failed', rc.AWAITING_START), [(0, [freeze])], {'failing': {('drain', 'w0'): 'refused'}}),
         ((rc.DRAINING, 'drained_approvable', rc.APPROVING), [(0, [freeze])], {}),
         ((rc.DRAINING, 'drained_not_approvable', rc.AWAITING_START), [(0, [foreign])], {}),
         ((rc.APPROVING, 'approved', rc.AWAITING_START), [(0, [freeze]), (5, [freeze])], {}),
@@ -611,13 +611,31 @@ class TestForeignVm:
 
 
 class TestFailures:
-    def test_failed_drain_is_not_approved_and_the_others_go_back(self):
-        loop = Loop(failing={('drain', 'w1'): 'backend refused'})
-        loop.round(T0, [ev('E', ['web_0', 'web_1'])])
-        assert loop.did('approve') == []
-        assert loop.did('undrain') == ['w0']
-        assert loop.record('E')['outcome'] == 'drain_failed'
-        assert 'backend refused' in loop.record('E')['outcome_reason']
+    def test_failed_drain_is_not_approved_and_its_hosts_stay_out_until_azure_has_done_it(self):
+        # Azure starts it at NotBefore all the same: the host drained so far
+        # must not go back into service just before it, and the failed one
+        # is as good as out, so no other event of the group may take its place.
+        loop = Loop(make_setup(web=2), failing={('drain', 'w1'): 'backend refused'})
+        event = ev('E', ['web_0', 'web_1'], not_before=T0 + 60)
+        loop.round(T0, [event])
+        assert loop.did('approve') == [] and loop.did('undrain') == []
+        record = loop.record('E')
+        assert record['state'] == rc.AWAITING_START and rc.outcome_of(record) == 'drain_failed'
+        assert 'backend refused' in record['outcome_reason']
+        # Another event of the group waits: web has room for 2, both are taken.
+        other = ev('O', ['web_2'], not_before=T0 + 900)
+        loop.round(T0 + 5, [event, other])
+        assert loop.did('drain') == ['w0', 'w1'] and loop.record('O')['state'] == rc.PENDING
+        started = dict(event, event_status='Started', not_before=None)
+        loop.round(T0 + 60, [started, other])
+        record = loop.record('E')
+        assert record['undrained_at_start'] == ['w1'] and rc.outcome_of(record) == 'started_undrained'
+        assert 'its drain failed: drain failed: backend refused' in record['outcome_reason']
+        loop.round(T0 + 70, [started, other])
+        loop.round(T0 + 75, [other])
+        loop.round(T0 + 80, [other])
+        assert 'w0' in loop.did('verify') and 'w0' in loop.did('undrain')
+        assert loop.record('O')['state'] != rc.PENDING
 
     def test_failed_verify_keeps_the_host_drained(self):
         loop = Loop(failing={('verify', 'w0'): 'HTTP 500'})
