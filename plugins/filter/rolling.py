@@ -27,6 +27,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils
     merge_fleet_events,
 )
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling import (
+    GROUP_SETTING_KEYS,
     HOST_TASK_VARIABLES,
     RUN_VARIABLES,
     build_report,
@@ -100,7 +101,7 @@ def rolling_setup(maintenance_groups, inventory_groups, play_hosts, group_settin
         names = set(options.get('defined_variables') or [])
         for host in play_hosts:
             variables = hostvars[host] if host in hostvars else {}
-            own = [name for name in variables if str(name).startswith('rolling_')]
+            own = [name for name in variables if str(name).startswith('rolling_') or name in GROUP_SETTING_KEYS]
             names.update(own)
             for name in own:
                 if name in RUN_VARIABLES:

@@ -174,8 +174,12 @@ def build_setup(maintenance_groups, inventory_groups, play_hosts, group_settings
         problems.append('rolling_default_settings: unknown key %r; known keys: %s' % (key, ', '.join(GROUP_SETTING_KEYS)))
     for group in sorted(group_settings):
         if group not in maintenance_groups:
-            problems.append('rolling_group_settings has settings for %r, which is not in maintenance_groups (%s)'
-                            % (group, ', '.join(maintenance_groups)))
+            # One settings file for every group, the groups picked per launch:
+            # only a name that is no group at all is a mistake.
+            if group not in (inventory_groups or {}):
+                problems.append('rolling_group_settings has settings for %r, which is neither in maintenance_groups '
+                                '(%s) nor a group of the inventory: check its spelling'
+                                % (group, ', '.join(maintenance_groups)))
             continue
         settings = group_settings[group]
         if not isinstance(settings, dict):
@@ -242,7 +246,10 @@ def build_setup(maintenance_groups, inventory_groups, play_hosts, group_settings
     _check_list(options.get('event_sources', EVENT_SOURCES), EVENT_SOURCES, 'rolling_event_sources', problems)
     for name in ('approve', 'allow_foreign_resources'):
         if name in options and not isinstance(options[name], bool):
-            problems.append('rolling_%s must be true or false, got %r' % (name, options[name]))
+            problems.append('rolling_%s must be true or false, got %r%s' % (
+                name, options[name], ' (a string: a survey answer or -e key=value gives text; pass a boolean, as in '
+                                     '-e \'{"rolling_%s": false}\' or the job template\'s YAML variables)' % name
+                if isinstance(options[name], str) else ''))
     if options.get('source', SOURCE_IMDS) not in SOURCES:
         problems.append('rolling_source must be one of %s, got %r' % (', '.join(SOURCES), options.get('source')))
     if options.get('over_budget', 'fail') not in OVER_BUDGET_CHOICES:
@@ -310,17 +317,31 @@ def stop_reason(plan, options, started_at, check_mode=False):
     return ''
 
 
+def _group_setting_hint(key):
+    hint = 'give it per group as rolling_group_settings.<group>.%s, or for every group as rolling_default_settings.%s' \
+        % (key, key)
+    return hint + (', or for one host as rolling_%s' % key if key in TASK_FILE_KEYS else '')
+
+
 def check_variable_names(names, problems):
     """Report misspelled ``rolling_*`` variables as problems; return warnings about obsolete ones."""
     warnings, unknown = [], []
-    for name in sorted(set(str(item) for item in names if str(item).startswith('rolling_'))):
+    names = set(str(item) for item in names)
+    for name in sorted(names.intersection(GROUP_SETTING_KEYS)):
+        # A group setting given as a variable of its own is read by nobody.
+        warnings.append('%s is set as a variable, which this playbook does not read: %s' % (name, _group_setting_hint(name)))
+    for name in sorted(name for name in names if name.startswith('rolling_')):
         if name in KNOWN_VARIABLES:
             continue
         if name in OBSOLETE_VARIABLES:
             warnings.append('%s is no longer used: %s' % (name, OBSOLETE_VARIABLES[name]))
             continue
+        setting = difflib.get_close_matches(name[len('rolling_'):], GROUP_SETTING_KEYS, n=1)
         close = difflib.get_close_matches(name, KNOWN_VARIABLES, n=1)
-        unknown.append(name + (' (did you mean %s?)' % close[0] if close else ''))
+        if setting and setting[0] not in TASK_FILE_KEYS:
+            unknown.append('%s (did you mean the group setting %s? %s)' % (name, setting[0], _group_setting_hint(setting[0])))
+        else:
+            unknown.append(name + (' (did you mean %s?)' % close[0] if close else ''))
     if unknown:
         problems.append('unknown variable(s) %s: the rolling_* prefix belongs to this playbook, whose variables '
                         'are %s; rename your own variables' % (', '.join(unknown), ', '.join(KNOWN_VARIABLES)))

@@ -40,10 +40,11 @@ def setup(hostvars=None):
 
 def test_setup_reads_task_files_names_and_variable_names_from_hostvars():
     hostvars = {'h0': {'rolling_verify_tasks': None, 'azure_scheduled_events_resource_name': 'vm_0'},
-                'h1': {'rolling_aprove': True}}
+                'h1': {'rolling_aprove': True, 'max_unavailable': 2}}
     result = rolling_setup(['web'], INVENTORY, ['h0', 'h1'], hostvars=hostvars)
     assert result['hosts']['h0']['resource_name'] == 'vm_0'
     assert any('rolling_aprove (did you mean rolling_approve?)' in problem for problem in result['problems'])
+    assert any(warning.startswith('max_unavailable is set as a variable') for warning in result['warnings'])
 
 
 def test_setup_refuses_a_run_wide_variable_that_one_host_sets_differently(tmp_path):

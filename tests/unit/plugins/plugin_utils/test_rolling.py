@@ -76,12 +76,15 @@ class TestSetup:
         ({'maintenance_groups': ['web', 'nope']}, "group 'nope' is not in the inventory"),
         ({'group_settings': {'db': {'max_unavailable': 0}}}, 'group db: max_unavailable must be at least 1'),
         ({'group_settings': {'db': {'drain': 'x'}}}, "unknown key 'drain'"),
-        ({'group_settings': {'cache': {}}}, "'cache', which is not in maintenance_groups"),
+        ({'group_settings': {'cache': {}}}, "'cache', which is neither in maintenance_groups (web, db) nor a group of the "
+                                            "inventory"),
         ({'group_settings': {'web': {'drain_tasks': '/nonexistent/drain.yml', 'undrain_tasks': '/nonexistent/u.yml'}}},
          'does not exist'),
         ({'options': {'event_types': ['Freeze', 'Explode']}}, "'Explode' is not one of"),
         ({'options': {'event_sources': []}}, 'rolling_event_sources must be a non-empty list'),
         ({'options': {'approve': 'yes please'}}, 'rolling_approve must be true or false'),
+        # A survey answer is text: the message says so and how to give a boolean.
+        ({'options': {'approve': 'false'}}, 'got \'false\' (a string: a survey answer or -e key=value gives text'),
         ({'options': {'time_budget_seconds': -5}}, 'time_budget_seconds must be a number of seconds greater than 0'),
         ({'options': {'approve_timeout_seconds': 0}}, 'approve_timeout_seconds must be a number of seconds greater'),
     ])
@@ -118,6 +121,14 @@ class TestSetup:
         assert any('no undrain_tasks' in problem for problem in problems)
 
 
+def test_settings_of_an_inventory_group_outside_this_run_are_left_alone():
+    # One settings file for all groups, the groups chosen per launch (a survey).
+    setup = build_setup(['web'], INVENTORY, PLAY_HOSTS, group_settings={'web': {'max_unavailable': 2},
+                                                                         'db': {'max_unavailable': 1}})
+    assert setup['problems'] == [] and sorted(setup['groups']) == ['web']
+    assert setup['groups']['web']['limit'] == 2
+
+
 class TestVariableNames:
     def test_a_misspelled_variable_is_a_problem_with_a_suggestion(self):
         setup = build_setup(['web'], INVENTORY, PLAY_HOSTS,
@@ -125,6 +136,21 @@ class TestVariableNames:
         problems = [problem for problem in setup['problems'] if 'unknown variable' in problem]
         assert len(problems) == 1
         assert 'rolling_aprove (did you mean rolling_approve?)' in problems[0]
+
+    def test_a_misspelled_group_setting_points_at_the_group_settings(self):
+        setup = build_setup(['web'], INVENTORY, PLAY_HOSTS, options={'defined_variables': ['rolling_max_unavailble']})
+        problem = [problem for problem in setup['problems'] if 'unknown variable' in problem][0]
+        assert 'rolling_max_unavailble (did you mean the group setting max_unavailable? give it per group as ' \
+               'rolling_group_settings.<group>.max_unavailable' in problem
+        assert 'rolling_max_rounds' not in problem.split(': the rolling_* prefix')[0]
+
+    def test_a_group_setting_given_as_a_variable_of_its_own_is_a_warning(self):
+        # -e max_unavailable=2 was silently ignored: the limit stayed 1.
+        setup = build_setup(['web'], INVENTORY, PLAY_HOSTS, options={'defined_variables': ['max_unavailable']})
+        assert setup['problems'] == []
+        assert setup['warnings'] == ['max_unavailable is set as a variable, which this playbook does not read: give it '
+                                     'per group as rolling_group_settings.<group>.max_unavailable, or for every group '
+                                     'as rolling_default_settings.max_unavailable']
 
     def test_an_obsolete_variable_is_a_warning(self):
         setup = build_setup(['web'], INVENTORY, PLAY_HOSTS, options={'defined_variables': ['rolling_urgent_seconds']})
