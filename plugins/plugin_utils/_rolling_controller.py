@@ -879,11 +879,14 @@ class _Round(object):
         """The actions of this call, computed from the state alone (level-triggered)."""
         self._forget_holders()
         events = sorted(self.state['events'].values(), key=self.priority)
-        drain, verify, wait_back, approve = [], [], [], {}
+        drain, verify, wait_back, approve, once_drained = [], [], [], {}, {}
         for record in events:
             if record['state'] == DRAINING:
                 drain.extend(host for host in self.undrained_hosts(record)
                              if host not in record['failed_hosts'] and host not in drain)
+                if self.approvable(record) and record['approver']:
+                    # What check mode, which drains nothing, can say it would approve next.
+                    once_drained.setdefault(record['approver'], []).append(record['event_id'])
             elif record['state'] == APPROVING and record['approver']:
                 approve.setdefault(record['approver'], []).append(record['event_id'])
             elif record['state'] == VERIFYING:
@@ -913,7 +916,8 @@ class _Round(object):
                        for record in self.state['events'].values())
                    and not undrain and not self.state.get('blind') and not self.state.get('unobserved_hosts'))
         return {'state': self.state,
-                'actions': {'drain': drain, 'verify': verify, 'undrain': undrain, 'approve': approve, 'hosts': hosts},
+                'actions': {'drain': drain, 'verify': verify, 'undrain': undrain, 'approve': approve, 'hosts': hosts,
+                            'approve_once_drained': once_drained},
                 'messages': self.messages, 'warnings': self.warnings, 'settled': settled,
                 'drain_lead_seconds': self.lead}
 

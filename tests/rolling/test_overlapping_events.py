@@ -204,6 +204,9 @@ def test_check_mode_prints_the_plan_and_changes_nothing(tmp_path):
         assert run.returncode == 0, run.output[-3000:]
         assert 'pending -> draining (fits)' in run.output
         assert 'would drain: %s' % inventory_name('web_0') in run.output
+        # Check mode drains nothing, so the event never reaches approving: what it would approve next is named.
+        assert "would approve once drained: %s for ['D4000000-0000-4000-8000-000000000001']" \
+            % inventory_name('web_0') in run.output, run.output[-3000:]
         # Exit status 0, so no "FAILED" (the event is still to be handled after the one round).
         assert 'nothing was drained or approved; planned: 1 event(s): 1 still in progress' in run.output
         assert 'FAILED' not in run.output

@@ -610,6 +610,15 @@ class TestForeignVm:
         assert loop.state['events'] == {}
 
 
+def test_check_mode_can_say_what_would_be_approved_once_drained():
+    # Check mode drains nothing, so no event ever reaches approving there: the
+    # plan names the events draining now that would be approved, and by whom.
+    loop = Loop()
+    first, _second = loop.round(T0, [ev('E', ['web_0']), ev('F', ['web_1', 'partner_0'], not_before=T0 + 60)])
+    assert first['actions']['approve_once_drained'] == {'w0': ['E']}
+    assert first['actions']['approve'] == {}
+
+
 class TestFailures:
     def test_failed_drain_is_not_approved_and_its_hosts_stay_out_until_azure_has_done_it(self):
         # Azure starts it at NotBefore all the same: the host drained so far
