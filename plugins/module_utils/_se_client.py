@@ -236,6 +236,9 @@ class ImdsClient(object):
         self.sleep = sleep
         self.monotonic = monotonic
         self.attempt_log = []
+        # Whether the endpoint ever answered this client: only then is
+        # "is this an Azure VM?" no longer a question worth asking.
+        self.answered = False
 
     def _record_attempt(self, method, url, outcome):
         # Long-running pollers (the daemon, the EDA source) keep one client
@@ -304,6 +307,7 @@ class ImdsClient(object):
             except ImdsUnreachableError as exc:
                 failure, error = 'connection failure', exc
             if response is not None:
+                self.answered = True
                 status = response.status
                 if 200 <= status < 300:
                     self._record_attempt(method, url, status)
@@ -335,9 +339,14 @@ class ImdsClient(object):
             return ImdsTimeoutError(
                 'IMDS at %s did not answer %s in %.1f s (%s; the deadline is %s s). %s %s'
                 % (url, _attempts_text(attempts), elapsed, _patience_text(patience_spent, self.first_call_timeout), _seconds(self.deadline),
-                   _timeout_advice(patience_spent), _UNREACHABLE_HINT), url=url)
+                   _timeout_advice(patience_spent), self._unreachable_hint()), url=url)
         return ImdsUnreachableError('IMDS unreachable at %s after %d attempts in %.1f s (%s). %s'
-                                    % (url, attempts, elapsed, error.message, _UNREACHABLE_HINT), url=url)
+                                    % (url, attempts, elapsed, error.message, self._unreachable_hint()), url=url)
+
+    def _unreachable_hint(self):
+        if self.answered:
+            return 'It answered earlier: the VM may be restarting, or IMDS busy.'
+        return _UNREACHABLE_HINT
 
     def _read_document(self, deadline=None):
         """GET the events document: ``(raw, decoding_warnings)``; malformed answers are retried like failures."""

@@ -579,3 +579,26 @@ def test_attempt_log_stays_bounded():
         client._record_attempt('GET', 'url', number)
     assert len(client.attempt_log) <= 2 * _se_client.ATTEMPT_LOG_SIZE
     assert client.attempt_log[-1][2] == 5 * _se_client.ATTEMPT_LOG_SIZE - 1
+
+
+def test_an_endpoint_that_answered_before_is_not_asked_whether_it_is_azure(make_client, fake_clock):
+    # After an approval the VM may restart at once; a read that then fails is
+    # no sign of a machine outside Azure, and the message must not say so.
+    from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_transport import HttpResponse
+
+    class AnswersOnce(object):
+        def __init__(self):
+            self.calls = 0
+
+        def request(self, method, url, headers, body=None, connect_timeout=5.0, read_timeout=10.0):
+            self.calls += 1
+            if self.calls == 1:
+                return HttpResponse(200, {}, json.dumps({'DocumentIncarnation': 1, 'Events': []}).encode())
+            raise ImdsUnreachableError('could not connect to %s (refused)' % url, url=url)
+
+    client = make_client(transport=AnswersOnce(), retries=1, policy=pinned_policy(retries=1))
+    client.get_document()
+    with pytest.raises(ImdsUnreachableError) as caught:
+        client.get_document()
+    assert 'Is this an Azure VM?' not in str(caught.value)
+    assert 'answered earlier: the VM may be restarting' in str(caught.value)
