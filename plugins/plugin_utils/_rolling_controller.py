@@ -897,8 +897,9 @@ class _Round(object):
                            and (other['state'] in (DRAINING, APPROVING, AWAITING_START, IN_IMPACT)
                                 or impacting_unhandled(other)) for other in events):
                         continue
-                    if host not in record['verified_hosts'] and host not in record['failed_hosts'] \
-                            and host not in verify:
+                    # A host whose drain failed is verified too: it was hit in service.
+                    if host not in record['verified_hosts'] \
+                            and not record['failed_hosts'].get(host, '').startswith('verify') and host not in verify:
                         verify.append(host)
                         if record['event_type'] in RESTARTING_TYPES:
                             wait_back.append(host)

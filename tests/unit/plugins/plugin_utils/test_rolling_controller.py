@@ -643,7 +643,8 @@ class TestFailures:
         loop.round(T0 + 70, [started, other])
         loop.round(T0 + 75, [other])
         loop.round(T0 + 80, [other])
-        assert 'w0' in loop.did('verify') and 'w0' in loop.did('undrain')
+        assert sorted(loop.did('verify')) == ['w0', 'w1'] and loop.did('undrain') == ['w0']
+        assert loop.record('E')['state'] == rc.GONE and rc.outcome_of(loop.record('E')) == 'started_undrained'
         assert loop.record('O')['state'] != rc.PENDING
 
     def test_failed_verify_keeps_the_host_drained(self):
