@@ -248,3 +248,25 @@ def test_a_source_set_for_one_group_only_stops_the_run_before_anything_happens(t
         assert run.returncode == 0, run.output[-3000:]
         assert 'would drain: %s' % inventory_name('web_0') in run.output
         assert world.approvals() == [] and world.steps() == {}
+
+
+def test_approve_user_events_names_what_it_leaves_to_a_leader_outside_the_hosts(tmp_path):
+    # A User restart led by a VM outside the inventory is approved by nobody
+    # here; someone's restart waits, and the summary must say which.
+    from rolling_harness import run_streaming  # pylint: disable=import-outside-toplevel
+    mine, elsewhere = 'A7000000-0000-4000-8000-000000000001', 'A7000000-0000-4000-8000-000000000002'
+    groups = {'web': {'vms': [('web_0', 0), ('web_1', 1)], 'max_unavailable': 1}}
+    with RollingWorld(tmp_path, groups, foreign=[('partner_0', 'web')]) as world:
+        world.start_scenario([create(mine, 'Reboot', ['web_0'], event_source='User'),
+                              create(elsewhere, 'Reboot', ['partner_0', 'web_1'], event_source='User')])
+        world.control.wait_for(lambda control: len(control.events()) == 2, timeout=10)
+        command = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', world.write_inventory(),
+                   'azure_maintenance.scheduled_events.approve_user_events']
+        log_path = str(tmp_path / 'approve_user_events.log')
+        env = dict(world.ansible_env(), ANSIBLE_DISPLAY_OK_HOSTS='true')
+        assert run_streaming(command, env, world.workdir, log_path, timeout=300) == 0
+        with open(log_path, encoding='utf-8') as handle:
+            output = handle.read()
+        assert '1 User event(s) approved: %s' % mine in output, output[-3000:]
+        assert 'their leader VM is none of these hosts' in output and elsewhere in output, output[-3000:]
+        assert [ids for _at, _vm, ids in world.approvals()] == [[mine.lower()]]
