@@ -123,8 +123,8 @@ class TestSetup:
 
 def test_settings_of_an_inventory_group_outside_this_run_are_left_alone():
     # One settings file for all groups, the groups chosen per launch (a survey).
-    setup = build_setup(['web'], INVENTORY, PLAY_HOSTS, group_settings={'web': {'max_unavailable': 2},
-                                                                         'db': {'max_unavailable': 1}})
+    settings = {'web': {'max_unavailable': 2}, 'db': {'max_unavailable': 1}}
+    setup = build_setup(['web'], INVENTORY, PLAY_HOSTS, group_settings=settings)
     assert setup['problems'] == [] and sorted(setup['groups']) == ['web']
     assert setup['groups']['web']['limit'] == 2
 
