@@ -594,7 +594,10 @@ class _Round(object):
                 record['times']['started'] = not_before
                 self.on_started(record)
                 return
-            record['outcome'] = 'cancelled'
+            if record['outcome'] != 'drain_failed':
+                # A drain that failed still fails the run: the next event
+                # of those hosts meets the same broken drain.
+                record['outcome'] = 'cancelled'
             self.move(record, 'gone_before_start', CANCELLED)
             return
         if state in (APPROVING, AWAITING_START) and not started and [

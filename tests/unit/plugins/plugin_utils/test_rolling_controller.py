@@ -647,6 +647,16 @@ class TestFailures:
         assert loop.record('E')['state'] == rc.GONE and rc.outcome_of(loop.record('E')) == 'started_undrained'
         assert loop.record('O')['state'] != rc.PENDING
 
+    def test_a_failed_drain_still_fails_the_run_when_azure_cancels_the_event(self):
+        loop = Loop(failing={('drain', 'w1'): 'backend refused'})
+        event = ev('E', ['web_0', 'web_1'], not_before=T0 + 60)
+        loop.round(T0, [event])
+        loop.round(T0 + 5, [])
+        record = loop.record('E')
+        assert record['state'] == rc.CANCELLED and loop.did('undrain') == ['w0']
+        assert rc.outcome_of(record) == 'drain_failed'
+        assert 'drain_failed' in rc.FAILING_OUTCOMES
+
     def test_failed_verify_keeps_the_host_drained(self):
         loop = Loop(failing={('verify', 'w0'): 'HTTP 500'})
         started = dict(ev('E', ['web_0', 'web_1']), event_status='Started', not_before=None)
