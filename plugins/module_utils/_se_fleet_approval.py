@@ -32,7 +32,26 @@ STATUS_GONE = 'gone'
 FINISHED = ('completed', 'canceled')
 WAIT_STARTED = 'started'
 WAIT_COMPLETED = 'completed'
+# What skipped_events lists as the foreign VMs of an event whose Resources is empty.
 EMPTY_RESOURCES = '(Resources is empty)'
+
+
+def _place_of(event):
+    """The event's ``(subscription, resource group)``, lower case: where its Resources' names are VMs."""
+    return (str(event.get('subscription_id')).lower(), str(event.get('resource_group')).lower())
+
+
+def _parse_allowed_vms(allowed_vms):
+    """``(names, pinned)``, lower case: the bare VM names of ``allowed_vms``, and ``(subscription, resource group, name)`` of its ARM ids."""
+    names, pinned = set(), set()
+    for entry in allowed_vms:
+        parts = parse_arm_vm_id(entry)
+        if parts is None:
+            names.add(str(entry).lower())
+        else:
+            pinned.add((parts['subscription_id'].lower(), parts['resource_group'].lower(),
+                        parts['resource_name'].lower()))
+    return names, pinned
 
 
 def foreign_vms(event, allowed_vms, places=None):
@@ -45,27 +64,29 @@ def foreign_vms(event, allowed_vms, places=None):
     it allows none of them. An event whose Resources is empty names no VM
     that could be checked: it is reported as ``['(Resources is empty)']``.
     """
+    return _foreign_vms_and_why(event, _parse_allowed_vms(allowed_vms), places)[0]
+
+
+def _foreign_vms_and_why(event, allowed, places):
+    """``(foreign_vms(...), why)`` with ``allowed`` from ``_parse_allowed_vms``, so a plan parses it once.
+
+    ``why`` is what the refusal of an event named by id says of it, None
+    when every VM is allowed.
+    """
     resources = event.get('resources') or []
     if not resources:
-        return [EMPTY_RESOURCES]
-    where = (str(event.get('subscription_id')).lower(), str(event.get('resource_group')).lower())
-    by_name, pinned = set(), set()
-    for entry in allowed_vms:
-        parts = parse_arm_vm_id(entry)
-        if parts is None:
-            by_name.add(str(entry).lower())
-        else:
-            pinned.add((parts['subscription_id'].lower(), parts['resource_group'].lower(),
-                        parts['resource_name'].lower()))
+        return [EMPTY_RESOURCES], 'its Resources is empty'
+    names, pinned = allowed
+    where = _place_of(event)
     outside = []
     for name in resources:
         key = str(name).lower()
         if where + (key,) in pinned:
             continue
-        if key in by_name and len((places or {}).get(key, (where,))) <= 1:
+        if key in names and len((places or {}).get(key, (where,))) <= 1:
             continue
         outside.append(name)
-    return outside
+    return outside, ('names ' + ', '.join(outside) if outside else None)
 
 
 def fleet_missing_ids_message(missing_ids, dummy_incarnation=None):
@@ -86,7 +107,7 @@ def vm_places(events):
     """``{VM name (lower case): set of (subscription, resource group)}`` over the Resources of ``events``."""
     places = {}
     for event in events:
-        where = (str(event.get('subscription_id')).lower(), str(event.get('resource_group')).lower())
+        where = _place_of(event)
         for name in event.get('resources') or []:
             places.setdefault(str(name).lower(), set()).add(where)
     return places
@@ -120,13 +141,13 @@ def plan_fleet_approval(events, selection, vm_names=None, allowed_vms=None, reso
         if entry['reason'] == SKIP_NOT_SCHEDULED and status_of.get(event_id_key(entry['event_id'])) in FINISHED:
             entry = dict(entry, reason=SKIP_FINISHED)
         skipped.append(entry)
+    allowed = _parse_allowed_vms(allowed_vms) if allowed_vms is not None else None
     refused = []
     for event in plan.approve:
-        outside = foreign_vms(event, allowed_vms, places) if allowed_vms is not None else []
+        outside, why = _foreign_vms_and_why(event, allowed, places) if allowed is not None else ([], None)
         if outside:
             skipped.append({'event_id': event['event_id'], 'reason': SKIP_FOREIGN_VMS, 'foreign_vms': outside})
-            refused.append('%s (%s)' % (event['event_id'], 'its Resources is empty' if outside == [EMPTY_RESOURCES]
-                                        else 'names ' + ', '.join(outside)))
+            refused.append('%s (%s)' % (event['event_id'], why))
         else:
             approve.append(event)
     if refused and not selection.uses_filters:

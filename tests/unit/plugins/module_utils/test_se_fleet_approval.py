@@ -16,6 +16,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_errors import (
     InvalidParameterError,
 )
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils import _se_fleet_approval
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_fleet_approval import (
     ack_batches,
     ack_list_path,
@@ -83,6 +84,32 @@ def test_an_event_without_resources_is_never_released_under_allowed_vms():
     with pytest.raises(InvalidParameterError, match='Resources is empty'):
         plan_fleet_approval([empty], selection(event_ids=[A]), allowed_vms=['web-0'])
     assert plan_fleet_approval([empty], selection(event_types=['Reboot'])).approve_ids == [A]
+
+
+def test_the_refusal_and_skipped_events_say_what_each_event_names():
+    fleet = [event(A, ['web-0', 'web-1', 'db-0']), event(B, [])]
+    with pytest.raises(InvalidParameterError) as caught:
+        plan_fleet_approval(fleet, selection(event_ids=[A, B]), allowed_vms=['web-0'])
+    assert str(caught.value).startswith('event_ids name events that also affect VMs outside allowed_vms: '
+                                        '%s (names web-1, db-0); %s (its Resources is empty). ' % (A, B))
+    plan = plan_fleet_approval(fleet, selection(event_types=['Reboot']), allowed_vms=['web-0'])
+    assert plan.skipped == [{'event_id': A, 'reason': 'foreign_vms', 'foreign_vms': ['web-1', 'db-0']},
+                            {'event_id': B, 'reason': 'foreign_vms', 'foreign_vms': ['(Resources is empty)']}]
+    assert foreign_vms(event(B, []), ['web-0']) == ['(Resources is empty)']
+
+
+def test_allowed_vms_are_parsed_once_per_plan(monkeypatch):
+    parsed = []
+
+    def parse_arm_vm_id(arm_id):
+        parsed.append(arm_id)
+        return real_parse(arm_id)
+
+    real_parse = _se_fleet_approval.parse_arm_vm_id
+    monkeypatch.setattr(_se_fleet_approval, 'parse_arm_vm_id', parse_arm_vm_id)
+    fleet = [event(A, ['web-0']), event(B, ['web-1']), event(C, ['web-2'])]
+    plan = plan_fleet_approval(fleet, selection(event_types=['Reboot']), allowed_vms=['web-0', 'web-1'])
+    assert plan.approve_ids == [A, B] and parsed == ['web-0', 'web-1']
 
 
 def test_a_bare_name_found_in_two_resource_groups_allows_neither():
