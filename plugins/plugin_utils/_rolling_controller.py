@@ -23,8 +23,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import copy
-
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_document import EVENT_SOURCES
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_identity import SOURCE_HOSTNAME
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_select import (
@@ -128,8 +126,8 @@ CONDITIONS = {
                          'its NotBefore: Azure cancelled it',
     'back': 'in the document again after a read without it: not cancelled after all, so its hosts are drained '
             'again before it may start',
-    'started_undrained': 'seen Started while some of its hosts were not drained (no notice, no capacity, or not '
-                         'handled)',
+    'started_undrained': 'seen Started while some of its hosts were not drained, or drained only after it may have '
+                         'started (no notice, no capacity, not handled, or a drain too slow)',
     'started': 'seen Started with every host drained (or gone unseen after its approval or its NotBefore)',
     'hosts_added': 'its Resources now name a managed host that is not drained: admitted again, within '
                    'max_unavailable (the hosts it drained stay out)',
@@ -193,7 +191,8 @@ def transitions_from(state):
 def new_state():
     """The controller state before the first round."""
     return {'events': {}, 'hosts': {}, 'resource_names': {}, 'drain_seconds': [], 'last_change': None, 'rounds': 0,
-            'observed_hosts': [], 'unobserved_hosts': [], 'blind': False, 'last_read_at': None,
+            'observed_hosts': [], 'unobserved_hosts': [], 'unattributed_events': {}, 'blind': False,
+            'last_read_at': None,
             'slow_reads': {'count': 0, 'longest_gap_seconds': None, 'shortest_notice_seconds': None}}
 
 
@@ -210,6 +209,22 @@ def drain_lead_seconds(state, options):
     if not measured:
         return DEFAULT_DRAIN_LEAD_SECONDS
     return max(DEFAULT_DRAIN_LEAD_SECONDS, max(measured) * DRAIN_LEAD_FACTOR + DRAIN_LEAD_MARGIN_SECONDS)
+
+
+def _plain_copy(value):
+    """A deep copy of the state, which is plain data (it goes through JSON between rounds).
+
+    copy.deepcopy's memo and dispatch were most of the cost of a round.
+    """
+    # Most of it is scalars: they are checked here rather than in a call each.
+    containers = (dict, list, tuple)
+    if isinstance(value, dict):
+        return {key: _plain_copy(item) if isinstance(item, containers) else item for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain_copy(item) if isinstance(item, containers) else item for item in value]
+    if isinstance(value, tuple):
+        return tuple(_plain_copy(item) if isinstance(item, containers) else item for item in value)
+    return value
 
 
 def impacting_unhandled(record):
@@ -231,7 +246,7 @@ class _Round(object):
     """One call of reconcile: a working copy of the state and what it decides."""
 
     def __init__(self, state, observation, results, now, setup, options):
-        self.state = copy.deepcopy(state) if state else new_state()
+        self.state = _plain_copy(state) if state else new_state()
         self.observation = observation
         self.results = results or {}
         self.now = float(now)
@@ -250,7 +265,7 @@ class _Round(object):
 
     def host(self, name):
         return self.state['hosts'].setdefault(name, {'drained': False, 'deleted': False, 'error': None,
-                                                     'drain_started': None})
+                                                     'drain_started': None, 'drained_at': None})
 
     def answered(self, host):
         if self.observation is None:
@@ -266,8 +281,9 @@ class _Round(object):
         if record['state'] in (PENDING, OVER_BUDGET) and record['times']['drain_started'] is not None:
             # Admitted again since Azure added a host (hosts_added): what it
             # drained stays out, as it may start at any moment (approved, or
-            # its NotBefore near).
-            return self.host(host)['drained']
+            # its NotBefore near). Read, not self.host(): asking must not add
+            # hosts to the state while finish() walks it.
+            return bool(self.state['hosts'].get(host, {}).get('drained'))
         if impacting_unhandled(record):
             return True
         if record['state'] == VERIFYING:
@@ -324,6 +340,8 @@ class _Round(object):
                 continue
             if not entry['drained'] and entry.get('drain_started') is not None:
                 self.state['drain_seconds'] = (self.state['drain_seconds'] + [self.now - entry['drain_started']])[-10:]
+            if not entry['drained']:
+                entry['drained_at'] = self.now
             entry['drained'] = True
         # Events the approve step found already started or gone: no approval
         # was sent, so they must not be reported as approved by this run.
@@ -351,7 +369,7 @@ class _Round(object):
                     if host in record['hosts'] and record['state'] not in (GONE,):
                         record['errors'].append('undrain of %s failed: %s' % (host, error))
             else:
-                entry.update(drained=False, error=None, drain_started=None)
+                entry.update(drained=False, error=None, drain_started=None, drained_at=None)
 
     def _records_with(self, host, states):
         return [record for record in self.state['events'].values()
@@ -364,6 +382,7 @@ class _Round(object):
         # round still owns its VM, which is then not mistaken for a VM
         # outside the run.
         names = self.state.setdefault('resource_names', {})
+        named_before = set(names)
         for host, info in self.setup['hosts'].items():
             if info.get('resource_name') and host not in names:
                 names[host] = info['resource_name']
@@ -372,6 +391,7 @@ class _Round(object):
         for host, name in (self.observation.get('guessed_names') or {}).items():
             if host in self.host_group and name:
                 names.setdefault(host, name)
+        newly_named = set(names) - named_before
         self._known_names = None
         # A host that has not answered once this run may have events nobody
         # has seen: the run cannot say "nothing pending" until it has (a round
@@ -389,18 +409,37 @@ class _Round(object):
             key = event_id_key(event.get('event_id'))
             if key:
                 seen[key] = event
+        # Events read while a host of the run had not told its VM name yet
+        # (its IMDS down, often because the event restarts it): they may be
+        # its events. Kept until every host has answered once.
+        unnamed = self.state.setdefault('unattributed_events', {})
+        if newly_named:
+            self._attribute_to_newly_named(newly_named)
         for key, event in seen.items():
             record = self.state['events'].get(key)
             hosts = self.hosts_of(event)
             if record is None:
                 if not hosts:
-                    continue    # names no host of this run: someone else's event
-                record = self._new_record(event)
-                self.state['events'][key] = record
-                self.say(record, 'seen %s, %s, NotBefore %s, hosts %s' % (
-                    event.get('event_status'), event.get('event_source'), event.get('not_before') or '-',
-                    ', '.join(hosts)))
+                    # Names no host of this run: someone else's event, unless a host not named yet is its VM.
+                    if self.state['unobserved_hosts']:
+                        unnamed[key] = dict(event, first_seen=(unnamed.get(key) or {}).get('first_seen', self.now))
+                    continue
+                record = self._add_record(key, event, hosts)
             self._update_record(record, event, hosts)
+        for key, event in sorted(unnamed.items()):
+            hosts = self.hosts_of(event)
+            if key in self.state['events'] or hosts:
+                del unnamed[key]
+            if hosts and key not in self.state['events']:
+                # Read earlier, gone since: it ran (or was cancelled) while its host could not say whose it was.
+                record = self._add_record(key, event, hosts)
+                self._update_record(record, event, hosts)
+                record['times']['seen'] = event['first_seen']
+                record['scheduled_read_at'] = None    # not read this round
+                record['present'] = False
+                record['times']['gone'] = self.now
+        if not self.state['unobserved_hosts']:
+            unnamed.clear()
         for key, record in self.state['events'].items():
             if key in seen or not record['present']:
                 continue
@@ -409,6 +448,40 @@ class _Round(object):
             if any(self.answered(host) for host in record['seen_by']):
                 record['present'] = False
                 record['times']['gone'] = self.now
+
+    def _add_record(self, key, event, hosts):
+        record = self._new_record(event)
+        self.state['events'][key] = record
+        self.say(record, 'seen %s, %s, NotBefore %s, hosts %s' % (
+            event.get('event_status'), event.get('event_source'), event.get('not_before') or '-', ', '.join(hosts)))
+        return record
+
+    def _attribute_to_newly_named(self, newly_named):
+        """Give the events read before a host's VM name was known that host too.
+
+        Its VM was taken for one outside the run: an event that started then
+        hit it undrained, which its outcome must say. One still ahead drains
+        it through the usual rows (hosts_added).
+        """
+        for record in self.state['events'].values():
+            hosts = self.hosts_of({'resources': record['resources']})
+            added = [host for host in hosts if host not in record['hosts'] and host in newly_named]
+            if not added:
+                continue
+            # In Resources order, as hosts_of gives them; hosts it holds that
+            # Resources no longer name are kept (see _update_record).
+            record['hosts'] = [host for host in hosts if host in record['hosts'] or host in added] + [
+                host for host in record['hosts'] if host not in hosts]
+            self._attribute(record, record['hosts'])
+            self.say(record, 'names %s too (VM name learned only now)' % ', '.join(added))
+            hit = [host for host in added if not self.host(host)['drained']]
+            if record['times']['started'] is not None and hit:
+                record['undrained_at_start'] = record['undrained_at_start'] + hit
+                if record['outcome'] in ('approved', 'started_by_azure', 'foreign'):
+                    record['outcome'] = 'started_undrained'
+                    record['outcome_reason'] = '%s did not answer before it started, so its VM was not known ' \
+                                               'as one of the run\'s: impacted without a drain' % ', '.join(hit)
+                    self.warn(record, record['outcome_reason'])
 
     def hosts_of(self, event):
         """The managed hosts whose VM is in the event's Resources, in Resources order."""
@@ -430,7 +503,7 @@ class _Round(object):
             'hosts': [], 'groups': [], 'foreign_resources': [], 'seen_by': [], 'present': True, 'state': PENDING,
             'reason': '', 'outcome': None, 'outcome_reason': '', 'approver': None, 'approval_attempts': 0,
             'over_budget_choice': None, 'undrained_at_start': [], 'down_hosts': [], 'verified_hosts': [],
-            'failed_hosts': {}, 'notice_seconds': None,
+            'failed_hosts': {}, 'notice_seconds': None, 'scheduled_read_at': None,
             'errors': [], 'warnings': [], 'changes': [], 'times': dict((name, None) for name in MILESTONES),
         }
 
@@ -451,13 +524,16 @@ class _Round(object):
             if not first and old != new and not (field == 'not_before' and not new):
                 record['changes'].append({'at': self.now, 'field': label, 'from': old, 'to': new})
                 self.say(record, 'Azure changed its %s from %s to %s' % (label, old, new))
-        names = self.state.get('resource_names') or {}
         record.update(event_type=event.get('event_type'), event_source=event.get('event_source'),
                       duration_in_seconds=event.get('duration_in_seconds'), status=event.get('event_status'),
                       resources=list(event.get('resources') or []), present=True,
                       description=event.get('description'))
         if event.get('not_before'):
             record['not_before'] = event.get('not_before')
+        if event.get('event_status') == 'Scheduled' and not self.observation.get('lagging'):
+            # Not started at this moment (a live read, not Resource Graph's,
+            # which lags): a drain finished before it was in time.
+            record['scheduled_read_at'] = self.now
         record['seen_by'] = sorted(set(record['seen_by']) | set(event.get('seen_by') or []))
         if hosts or first:
             record['hosts'] = hosts
@@ -467,6 +543,11 @@ class _Round(object):
             # this way, and an empty list would make "every host verified"
             # and "every host back" true with nothing done.
             self.warn(record, 'seen naming none of its hosts (%s); kept them' % ', '.join(record['hosts']))
+        self._attribute(record, hosts)
+
+    def _attribute(self, record, hosts):
+        """The groups, VMs outside the run and approver of ``record`` now that ``hosts`` are among its Resources."""
+        names = self.state.get('resource_names') or {}
         record['groups'] = [group for group in self.setup['groups']
                             if any(self.host_group[host] == group for host in hosts)]
         # Azure names ignore case (same_resource); one set per round, not a scan per name.
@@ -621,8 +702,28 @@ class _Round(object):
                 % ', '.join(added)
             self.warn(record, record['outcome_reason'])
 
+    def drained_too_late(self, record):
+        """Hosts of ``record`` whose drain may have finished after Azure started it.
+
+        Azure starts an event at NotBefore, or once approved (shortly after, or
+        when the other tenants of its node have approved too). A drain that
+        finished before the earlier of the two, or before a read that still
+        showed the event Scheduled, was done in time. Any other was maybe not:
+        the host is drained by the time a read shows the event Started, but it
+        may have been hit in service (a host Azure added after the approval,
+        a drain slower than the time left to NotBefore).
+        """
+        bounds = [moment for moment in (_not_before(record), record['times']['approved']) if moment is not None]
+        in_time = [moment for moment in (min(bounds) if bounds else None, record.get('scheduled_read_at'))
+                   if moment is not None]
+        if not in_time:
+            return []
+        return [host for host in record['hosts'] if self.host(host)['drained']
+                and (self.host(host).get('drained_at') or 0) > max(in_time)]
+
     def on_started(self, record):
-        missing = self.undrained_hosts(record)
+        late = self.drained_too_late(record)
+        missing = self.undrained_hosts(record) + late
         record['undrained_at_start'] = missing
         if record['status_when_seen'] == 'Started':
             record['outcome'] = 'started_without_notice'
@@ -634,7 +735,10 @@ class _Round(object):
         elif missing:
             record['outcome'] = 'started_undrained'
             why = '%s: %s' % (record['state'], record['reason'])
-            if all(host in record['failed_hosts'] for host in missing):
+            if late and all(host in late for host in missing):
+                why = 'it may have started before %s drain finished (NotBefore %s)' % (
+                    'its' if len(missing) == 1 else 'their', record.get('not_before') or '-')
+            elif all(host in record['failed_hosts'] for host in missing):
                 why = 'its drain failed: %s' % '; '.join(record['failed_hosts'][host] for host in missing)
             record['outcome_reason'] = 'started while %s %s not drained (%s)' % (
                 ', '.join(missing), 'was' if len(missing) == 1 else 'were', why)
@@ -932,7 +1036,8 @@ def reconcile(state, observation, results, now, setup, options=None):
     ``state``: what the previous call returned under ``state`` (or None).
     ``observation``: this round's reading, ``{'hosts': {host: {'ok': bool,
     'resource_name': str}}, 'resource_names': {host: name}, 'events':
-    [merged fleet events]}`` (see :func:`observe`), or None when the call only
+    [merged fleet events], 'lagging': whether a Scheduled status may be
+    minutes old (Resource Graph)}`` (see :func:`observe`), or None when the call only
     records the ``results`` of actions taken earlier in the same round.
     ``results``: ``{'drain'|'verify'|'undrain': {host: error or ''},
     'approve': {event_id: error or ''}, 'approved_at': {event_id: epoch}}``. ``now``: epoch seconds.

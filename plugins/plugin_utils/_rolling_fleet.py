@@ -196,6 +196,8 @@ def fleet_observation(read, identities, hosts, state=None):
         'resource_names': dict((host, name) for host, name in names.items() if name),
         'unknown': [host for host in hosts if host not in answered],
         'events': events,
+        # A row can show Scheduled minutes after the event started.
+        'lagging': True,
     }
     warnings = ['%s has no VM name (set azure_scheduled_events_resource_name, or use the azure_rm inventory): '
                 'its events cannot be matched' % host for host in hosts if not names[host]]

@@ -116,6 +116,8 @@ def test_statuses_only_arm_shows_are_told_as_imds_would():
     assert shown == {'S': 'Started', 'C2': 'Started'}
     # Hosts of a started event have not answered: nothing says their impact is over.
     assert observation['unknown'] == ['w0', 'w1']
+    # A Scheduled row may be minutes old: it does not show a drain was in time.
+    assert observation['lagging'] is True
     unnamed, warnings = rf.fleet_observation(read(), {'w0': IDENTITIES['w0'], 'x': {'resource_name': None}},
                                              ['w0', 'x'])
     assert unnamed['unknown'] == ['x'] and 'x has no VM name' in warnings[0]
