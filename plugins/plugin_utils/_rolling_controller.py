@@ -260,6 +260,7 @@ class _Round(object):
         self._holders = None    # host -> events holding it; None when it must be built again
         self._out_hosts = {}    # group -> hosts out, valid as long as _holders is
         self._known_names = None    # lower-cased VM names of the run's hosts, built once per observation
+        self._unnamed = None        # hosts whose VM name is not known, likewise
 
     # -- hosts -------------------------------------------------------------
 
@@ -393,6 +394,7 @@ class _Round(object):
                 names.setdefault(host, name)
         newly_named = set(names) - named_before
         self._known_names = None
+        self._unnamed = None
         # A host that has not answered once this run may have events nobody
         # has seen: the run cannot say "nothing pending" until it has (a round
         # in which every read timed out on a busy machine saw nothing at all).
@@ -530,9 +532,12 @@ class _Round(object):
                       description=event.get('description'))
         if event.get('not_before'):
             record['not_before'] = event.get('not_before')
-        if event.get('event_status') == 'Scheduled' and not self.observation.get('lagging'):
-            # Not started at this moment (a live read, not Resource Graph's,
-            # which lags): a drain finished before it was in time.
+        if self.observation.get('lagging'):
+            # Resource Graph: a row can show Scheduled minutes after the
+            # start, and nothing tells by how much; see drained_too_late.
+            record['lagging_reads'] = True
+        elif event.get('event_status') == 'Scheduled':
+            # Not started at this moment: a drain finished before it was in time.
             record['scheduled_read_at'] = self.now
         record['seen_by'] = sorted(set(record['seen_by']) | set(event.get('seen_by') or []))
         if hosts or first:
@@ -602,10 +607,23 @@ class _Round(object):
     def approvable(self, record):
         if self.options.get('approve', True) is False:
             return False
-        return not record['foreign_resources'] or bool(self.options.get('allow_foreign_resources'))
+        if not record['foreign_resources']:
+            return True
+        # A VM the run does not know may be the VM of a host that has not
+        # told its name yet (its IMDS down): allowing VMs outside the run
+        # must not release one of its own undrained.
+        return bool(self.options.get('allow_foreign_resources')) and not self.unnamed_hosts()
+
+    def unnamed_hosts(self):
+        """Hosts of the run whose VM name is not known yet."""
+        if self._unnamed is None:
+            names = self.state.get('resource_names') or {}
+            self._unnamed = sorted(host for host in self.setup['hosts'] if not names.get(host))
+        return self._unnamed
 
     def undrained_hosts(self, record):
-        return [host for host in record['hosts'] if not self.host(host)['drained']]
+        # A VM a Preempt or Terminate deleted is neither drained nor to drain.
+        return [host for host in record['hosts'] if not self.host(host)['drained'] and not self.host(host)['deleted']]
 
     def seconds_until(self, record):
         moment = _not_before(record)
@@ -711,8 +729,14 @@ class _Round(object):
         showed the event Scheduled, was done in time. Any other was maybe not:
         the host is drained by the time a read shows the event Started, but it
         may have been hit in service (a host Azure added after the approval,
-        a drain slower than the time left to NotBefore).
+        a drain slower than the time left to NotBefore). Only with live reads
+        (IMDS).
         """
+        if record.get('lagging_reads'):
+            # Read from Resource Graph: no read shows when it was still
+            # Scheduled, and NotBefore alone would take every drain that
+            # ended after it for a hit, though Azure often starts later.
+            return []
         bounds = [moment for moment in (_not_before(record), record['times']['approved']) if moment is not None]
         in_time = [moment for moment in (min(bounds) if bounds else None, record.get('scheduled_read_at'))
                    if moment is not None]
@@ -840,6 +864,13 @@ class _Round(object):
             self.move(record, 'drained_approvable', APPROVING)
         else:
             self.move(record, 'drained_not_approvable', AWAITING_START)
+            if self.options.get('allow_foreign_resources') and self.options.get('approve', True) is not False:
+                self.warn(record, 'names %s, and %s of this run %s not told %s VM name yet (they may be the same '
+                                  'VMs): not approved, Azure starts it at NotBefore' % (
+                                      ', '.join(str(name) for name in record['foreign_resources']),
+                                      ', '.join(self.unnamed_hosts()),
+                                      'has' if len(self.unnamed_hosts()) == 1 else 'have',
+                                      'its' if len(self.unnamed_hosts()) == 1 else 'their'))
 
     def _in_approving(self, record):
         if record['times']['approved'] is not None:
@@ -920,7 +951,7 @@ class _Round(object):
     def _in_undraining(self, record):
         # A host another event still holds stays out: this event is done
         # once it is really back in service.
-        if any(self.host(host)['drained'] for host in record['hosts']):
+        if any(self.host(host)['drained'] and not self.host(host)['deleted'] for host in record['hosts']):
             return
         record['times']['undrained'] = self.now
         self.move(record, 'undrained', DONE)
@@ -1037,7 +1068,7 @@ def reconcile(state, observation, results, now, setup, options=None):
     ``observation``: this round's reading, ``{'hosts': {host: {'ok': bool,
     'resource_name': str}}, 'resource_names': {host: name}, 'events':
     [merged fleet events], 'lagging': whether a Scheduled status may be
-    minutes old (Resource Graph)}`` (see :func:`observe`), or None when the call only
+    minutes old (Resource Graph), which turns drained_too_late off}`` (see :func:`observe`), or None when the call only
     records the ``results`` of actions taken earlier in the same round.
     ``results``: ``{'drain'|'verify'|'undrain': {host: error or ''},
     'approve': {event_id: error or ''}, 'approved_at': {event_id: epoch}}``. ``now``: epoch seconds.

@@ -8,16 +8,19 @@ The table tests of test_rolling_controller.py walk one transition at a time.
 Here whole runs are played: a seeded generator writes a schedule of
 overlapping events (several per group, across groups, User and Platform,
 cancelled, moved later, grown, naming a VM outside the run), hosts that stop
-answering, drains and approvals that fail; ``AzureModel`` plays Azure's side
+answering, drains and approvals that fail, and now and then another setting
+(rolling_approve false, foreign resources allowed, rolling_over_budget); ``AzureModel`` plays Azure's side
 (an approval starts the event within seconds, NotBefore starts it anyway, a
 restart's host stops answering, a finished event leaves the document later)
 and ``Run`` plays the playbook's rounds against it, with tasks that take time.
 
 What must hold on every schedule, whatever the planner's states say:
 
-* an event is approved only while every managed host it names is drained, and
-  never when it names a VM outside the run;
-* no group ever has more hosts drained than its max_unavailable;
+* an event is approved only while every managed host it names is drained,
+  never when it names a VM outside the run (unless allowed), never with
+  approval off;
+* no group ever has more hosts drained than its max_unavailable (unless
+  rolling_over_budget is drain_anyway);
 * an event that hit a host in service is never reported as prepared
   ("approved", "started by Azure", "foreign") or "cancelled";
 * once every event has left the document, the run settles with every host
@@ -246,6 +249,16 @@ class Run(object):
         self.events, silences, self.failing_drains, self.failing_approvals, self.rng = generate(seed, benign)
         self.azure = AzureModel(self.events, silences)
         self.setup = make_setup()
+        # The run's settings: the defaults where everything can go right,
+        # else now and then another choice of the user's.
+        self.options = {}
+        if not benign:
+            chance = self.rng.random()
+            if chance < 0.1:
+                self.options['approve'] = False
+            elif chance < 0.2:
+                self.options['allow_foreign_resources'] = True
+            self.options['over_budget'] = self.rng.choice(['fail', 'fail', 'leave', 'drain_anyway'])
         assert LIMITS == dict((group, info['limit']) for group, info in self.setup['groups'].items())
         self.in_service = dict((host, True) for host in HOSTS)
         self.log = []
@@ -272,7 +285,8 @@ class Run(object):
         if not serving:
             for group, hosts in GROUP_HOSTS.items():
                 out = self.out_of_service(group)
-                if host in hosts and len(out) > LIMITS[group]:
+                # rolling_over_budget: drain_anyway is the user's leave to go over it.
+                if host in hosts and len(out) > LIMITS[group] and self.options.get('over_budget') != 'drain_anyway':
                     self.violate(moment, '%s has %s out, max_unavailable %d' % (group, out, LIMITS[group]))
         else:
             self.check_hits(moment, host)
@@ -324,7 +338,7 @@ class Run(object):
         observation, shown = self.observation(moment)
         for event in shown:
             self.shown.setdefault(event['event_id'], set()).update(event['resources'])
-        out = rc.reconcile(self.state, observation, self.results, moment, self.setup)
+        out = rc.reconcile(self.state, observation, self.results, moment, self.setup, self.options)
         for message in out['messages']:
             self.note(moment, '  ' + message)
         first = out['actions']
@@ -344,7 +358,7 @@ class Run(object):
         for host in first['drain']:
             if not results['drain'][host]:
                 self.set_service(finished, host, False)
-        out2 = rc.reconcile(out['state'], None, results, finished, self.setup)
+        out2 = rc.reconcile(out['state'], None, results, finished, self.setup, self.options)
         for message in out2['messages']:
             self.note(finished, '  ' + message)
         second = out2['actions']
@@ -367,8 +381,11 @@ class Run(object):
             # approve task reads the document before it sends anything.
             resources = sorted(self.shown.get(event_id, ()))
         outside = [vm for vm in resources if vm not in HOST_OF_VM]
-        in_service = [HOST_OF_VM[vm] for vm in resources if vm in HOST_OF_VM and self.in_service[HOST_OF_VM[vm]]]
-        if outside:
+        in_service = [HOST_OF_VM[vm] for vm in resources if vm in HOST_OF_VM and self.in_service[HOST_OF_VM[vm]]
+                      and not self.deleted_before(HOST_OF_VM[vm], moment)]
+        if self.options.get('approve') is False:
+            self.violate(moment, 'approval of %s with rolling_approve false' % event_id)
+        if outside and not self.options.get('allow_foreign_resources'):
             self.violate(moment, 'approval of %s, which names %s outside the run' % (event_id, outside))
         if in_service:
             self.violate(moment, 'approval of %s while %s in service' % (event_id, in_service))
@@ -406,7 +423,8 @@ class Run(object):
         return dict((record['event_id'], rc.outcome_of(record)) for record in self.state['events'].values())
 
     def explain(self, problems):
-        return 'seed %d:\n  %s\nlog:\n%s' % (self.seed, '\n  '.join(problems), '\n'.join(self.log[-400:]))
+        return 'seed %d, options %r:\n  %s\nlog:\n%s' % (self.seed, self.options, '\n  '.join(problems),
+                                                         '\n'.join(self.log[-400:]))
 
 
 def final_problems(run):
