@@ -58,7 +58,7 @@ FOREIGN_VM = 'vm-partner-0'
 LIMITS = {'web': 2, 'db': 1, 'app': 1}
 # Outcomes that say a host was hit in service (or that the run did not handle the event).
 OUTCOMES_OF_AN_UNDRAINED_HIT = ('started_undrained', 'started_without_notice', 'left_undrained', 'not_handled')
-DEFAULT_SEEDS = 40
+DEFAULT_SEEDS = 30
 
 
 def iso(epoch):
