@@ -736,8 +736,8 @@ class _Round(object):
 
         Azure starts an event at NotBefore, or once approved (shortly after, or
         when the other tenants of its node have approved too). A drain that
-        finished before the earlier of the two, or before a read that still
-        showed the event Scheduled, was done in time. Any other was maybe not:
+        finished before the earlier of the two, or before a read (or this
+        run's approval) that still found the event Scheduled, was done in time. Any other was maybe not:
         the host is drained by the time a read shows the event Started, but it
         may have been hit in service (a host Azure added after the approval,
         a drain slower than the time left to NotBefore). Only with live reads
@@ -748,8 +748,11 @@ class _Round(object):
             # Scheduled, and NotBefore alone would take every drain that
             # ended after it for a hit, though Azure often starts later.
             return []
-        bounds = [moment for moment in (_not_before(record), record['times']['approved']) if moment is not None]
-        in_time = [moment for moment in (min(bounds) if bounds else None, record.get('scheduled_read_at'))
+        approved = record['times']['approved']
+        bounds = [moment for moment in (_not_before(record), approved) if moment is not None]
+        # An approval sent shows the event was still Scheduled then: the
+        # approve task sends none for an event it finds Started.
+        in_time = [moment for moment in (min(bounds) if bounds else None, record.get('scheduled_read_at'), approved)
                    if moment is not None]
         if not in_time:
             return []

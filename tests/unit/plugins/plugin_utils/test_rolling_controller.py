@@ -618,6 +618,20 @@ class TestFoundByTheModel:
             assert record['undrained_at_start'] == ['w0']
             assert 'may have started before its drain finished' in record['outcome_reason']
 
+    def test_a_drain_that_finished_after_not_before_is_in_time_when_the_approval_found_the_event_scheduled(self):
+        # Found by the spot preemption scenario: NotBefore passed during the
+        # drain, but Azure had not started the event, as the approval sent
+        # after the drain shows (the approve task sends none for a Started one).
+        setup = make_setup()
+        event = ev('P', ['web_0'], not_before=T0 + 30)
+        out = rc.reconcile(None, observation([event]), {}, T0, setup)
+        out = rc.reconcile(out['state'], None, {'drain': {'w0': ''}}, T0 + 45, setup)
+        assert out['actions']['approve'] == {'w0': ['P']}
+        started = dict(event, event_status='Started', not_before=None)
+        record = rc.reconcile(out['state'], observation([started]), {'approve': {'P': ''}}, T0 + 60,
+                              setup)['state']['events']['p']
+        assert record['outcome'] == 'approved' and record['undrained_at_start'] == []
+
     @pytest.mark.parametrize('read_after_the_drain, outcome', [(True, 'approved'), (False, 'started_undrained')])
     def test_a_host_added_after_the_approval_is_a_hit_unless_a_read_showed_it_scheduled_after_its_drain(
             self, read_after_the_drain, outcome):
