@@ -101,8 +101,9 @@ def main():
             next_round = fastest(lambda: controller.reconcile(state, observation, {}, T0 + 5, setup, {}), args.runs)
             state_copy = fastest(lambda: copy.deepcopy(state), args.runs)
             figures[size] = planner
-            print('%8d %8d %12.3f %12.3f %8.1f %14.3f %16.3f' % (size, size // 2, planner, baseline,
-                                                                planner / max(baseline, 1e-9), next_round, state_copy))
+            ratio = planner / max(baseline, 1e-9)
+            print('%8d %8d %12.3f %12.3f %8.1f %14.3f %16.3f'
+                  % (size, size // 2, planner, baseline, ratio, next_round, state_copy))
         if 1000 in figures:
             print('target: 1,000 hosts under %.0f s: %s (%.2f s)' % (
                 TARGET_SECONDS_AT_1000, 'met' if figures[1000] < TARGET_SECONDS_AT_1000 else 'NOT MET', figures[1000]))
