@@ -425,7 +425,7 @@ class _Round(object):
         # Events read while a host of the run had not told its VM name yet
         # (its IMDS down, often because the event restarts it): they may be
         # its events. Kept until every host has answered once.
-        unnamed = self.state.setdefault('unattributed_events', {})
+        unattributed = self.state.setdefault('unattributed_events', {})
         if newly_named:
             self._attribute_to_newly_named(newly_named)
         for key, event in seen.items():
@@ -435,14 +435,15 @@ class _Round(object):
                 if not hosts:
                     # Names no host of this run: someone else's event, unless a host not named yet is its VM.
                     if self.state['unobserved_hosts']:
-                        unnamed[key] = dict(event, first_seen=(unnamed.get(key) or {}).get('first_seen', self.now))
+                        first_seen = (unattributed.get(key) or {}).get('first_seen', self.now)
+                        unattributed[key] = dict(event, first_seen=first_seen)
                     continue
                 record = self._add_record(key, event, hosts)
             self._update_record(record, event, hosts)
-        for key, event in sorted(unnamed.items()):
+        for key, event in sorted(unattributed.items()):
             hosts = self.hosts_of(event)
             if key in self.state['events'] or hosts:
-                del unnamed[key]
+                del unattributed[key]
             if hosts and key not in self.state['events']:
                 # Read earlier, gone since: it ran (or was cancelled) while its host could not say whose it was.
                 record = self._add_record(key, event, hosts)
@@ -452,7 +453,7 @@ class _Round(object):
                 record['present'] = False
                 record['times']['gone'] = self.now
         if not self.state['unobserved_hosts']:
-            unnamed.clear()
+            unattributed.clear()
         for key, record in self.state['events'].items():
             if key in seen or not record['present']:
                 continue
@@ -488,13 +489,9 @@ class _Round(object):
             self._attribute(record, record['hosts'])
             self.say(record, 'names %s too (VM name learned only now)' % ', '.join(added))
             hit = [host for host in added if not self.host(host)['drained']]
-            if record['times']['started'] is not None and hit:
-                record['undrained_at_start'] = record['undrained_at_start'] + hit
-                if record['outcome'] in ('approved', 'started_by_azure', 'foreign'):
-                    record['outcome'] = 'started_undrained'
-                    record['outcome_reason'] = '%s did not answer before it started, so its VM was not known ' \
-                                               'as one of the run\'s: impacted without a drain' % ', '.join(hit)
-                    self.warn(record, record['outcome_reason'])
+            if record['times']['started'] is not None:
+                self._hit_after_start(record, hit, '%s did not answer before it started, so its VM was not known '
+                                                   'as one of the run\'s: impacted without a drain')
 
     def hosts_of(self, event):
         """The managed hosts whose VM is in the event's Resources, in Resources order."""
@@ -722,13 +719,20 @@ class _Round(object):
         """A host Azure added to an event that has started is impacted undrained: the outcome says so."""
         added = [host for host in self.undrained_hosts(record)
                  if host not in record['undrained_at_start'] and not self.host(host)['deleted']]
-        if not added:
+        self._hit_after_start(record, added, 'Azure added %s to it after it started: impacted without a drain')
+
+    def _hit_after_start(self, record, hit, why):
+        """Hosts found hit undrained by an event that had already started.
+
+        An outcome that said the event went as planned (``why`` % the hosts)
+        now says they were hit; one that already said otherwise is kept.
+        """
+        if not hit:
             return
-        record['undrained_at_start'] = record['undrained_at_start'] + added
+        record['undrained_at_start'] = record['undrained_at_start'] + hit
         if record['outcome'] in ('approved', 'started_by_azure', 'foreign'):
             record['outcome'] = 'started_undrained'
-            record['outcome_reason'] = 'Azure added %s to it after it started: impacted without a drain' \
-                % ', '.join(added)
+            record['outcome_reason'] = why % ', '.join(hit)
             self.warn(record, record['outcome_reason'])
 
     def drained_too_late(self, record):
@@ -756,8 +760,10 @@ class _Round(object):
                    if moment is not None]
         if not in_time:
             return []
-        return [host for host in record['hosts'] if self.host(host)['drained']
-                and (self.host(host).get('drained_at') or 0) > max(in_time)]
+        latest_in_time = max(in_time)
+        statuses = ((host, self.host(host)) for host in record['hosts'])
+        return [host for host, status in statuses
+                if status['drained'] and (status.get('drained_at') or 0) > latest_in_time]
 
     def on_started(self, record):
         late = self.drained_too_late(record)
