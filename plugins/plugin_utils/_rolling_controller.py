@@ -277,7 +277,8 @@ class _Round(object):
 
     def host(self, name):
         return self.state['hosts'].setdefault(name, {'drained': False, 'deleted': False, 'error': None,
-                                                     'drain_started': None, 'drained_at': None})
+                                                     'drain_started': None, 'drained_at': None,
+                                                     'undrain_failed': False})
 
     def answered(self, host):
         if self.observation is None:
@@ -352,9 +353,9 @@ class _Round(object):
                 continue
             if not entry['drained'] and entry.get('drain_started') is not None:
                 self.state['drain_seconds'] = (self.state['drain_seconds'] + [self.now - entry['drain_started']])[-10:]
-            if not entry['drained']:
+            if not entry['drained'] or entry.get('undrain_failed'):
                 entry['drained_at'] = self.now
-            entry['drained'] = True
+            entry.update(drained=True, undrain_failed=False)
         # Events the approve step found already started or gone: no approval
         # was sent, so they must not be reported as approved by this run.
         not_approved = set(event_id_key(event_id) for event_id in self.results.get('not_approved') or [])
@@ -376,12 +377,15 @@ class _Round(object):
         for host, error in sorted((self.results.get('undrain') or {}).items()):
             entry = self.host(host)
             if error:
-                entry['error'] = 'undrain: %s' % error
+                # Still counted out of service, but maybe back in it: the
+                # task may have failed after the host returned. An event
+                # that names it drains it again before it is approved.
+                entry.update(error='undrain: %s' % error, undrain_failed=True)
                 for record in self.state['events'].values():
                     if host in record['hosts'] and record['state'] not in (GONE,):
                         record['errors'].append('undrain of %s failed: %s' % (host, error))
             else:
-                entry.update(drained=False, error=None, drain_started=None, drained_at=None)
+                entry.update(drained=False, error=None, drain_started=None, drained_at=None, undrain_failed=False)
 
     def _records_with(self, host, states):
         return [record for record in self.state['events'].values()
@@ -630,8 +634,13 @@ class _Round(object):
         return self._unnamed
 
     def undrained_hosts(self, record):
-        # A VM a Preempt or Terminate deleted is neither drained nor to drain.
-        return [host for host in record['hosts'] if not self.host(host)['drained'] and not self.host(host)['deleted']]
+        """The hosts of ``record`` that may be in service: not drained, or their undrain failed.
+
+        A VM a Preempt or Terminate deleted is neither drained nor to drain.
+        """
+        statuses = ((host, self.host(host)) for host in record['hosts'])
+        return [host for host, status in statuses
+                if (not status['drained'] or status.get('undrain_failed')) and not status['deleted']]
 
     def seconds_until(self, record):
         moment = _not_before(record)
@@ -762,8 +771,10 @@ class _Round(object):
             return []
         latest_in_time = max(in_time)
         statuses = ((host, self.host(host)) for host in record['hosts'])
+        # A host whose undrain failed since is one of undrained_hosts().
         return [host for host, status in statuses
-                if status['drained'] and (status.get('drained_at') or 0) > latest_in_time]
+                if status['drained'] and not status.get('undrain_failed')
+                and (status.get('drained_at') or 0) > latest_in_time]
 
     def on_started(self, record):
         late = self.drained_too_late(record)
@@ -784,6 +795,9 @@ class _Round(object):
                     'its' if len(missing) == 1 else 'their', record.get('not_before') or '-')
             elif all(host in record['failed_hosts'] for host in missing):
                 why = 'its drain failed: %s' % '; '.join(record['failed_hosts'][host] for host in missing)
+            elif all(self.host(host).get('undrain_failed') for host in missing):
+                why = 'an undrain failed, so %s may have been back in service, and %s not drained again since' % (
+                    'it' if len(missing) == 1 else 'they', 'was' if len(missing) == 1 else 'were')
             record['outcome_reason'] = 'started while %s %s not drained (%s)' % (
                 ', '.join(missing), 'was' if len(missing) == 1 else 'were', why)
         elif record['times']['approved'] is not None:

@@ -8,7 +8,7 @@ The table tests of test_rolling_controller.py walk one transition at a time.
 Here whole runs are played: a seeded generator writes a schedule of
 overlapping events (several per group, across groups, User and Platform,
 cancelled, moved later, grown, naming a VM outside the run), hosts that stop
-answering, drains and approvals that fail, and now and then another setting
+answering, drains, undrains and approvals that fail, and now and then another setting
 (rolling_approve false, foreign resources allowed, rolling_over_budget); ``AzureModel`` plays Azure's side
 (an approval starts the event within seconds, NotBefore starts it anyway, a
 restart's host stops answering, a finished event leaves the document later)
@@ -182,7 +182,7 @@ class AzureModel(object):
 
 
 def generate(seed, benign=False):
-    """A schedule: events, silences, failing drains and approvals. ``benign``: everything can go right."""
+    """A schedule: events, silences, failing drains, approvals and undrains. ``benign``: everything can go right."""
     rng = random.Random(seed)
     all_vms = [VM_OF[host] for host in HOSTS]
     events = []
@@ -234,7 +234,9 @@ def generate(seed, benign=False):
     # The planner gives up after three failed approvals.
     failing_approvals = dict((event.event_id, rng.randint(1, 2 if benign else 4))
                              for event in events if rng.random() < 0.15)
-    return events, silences, failing_drains, failing_approvals, rng
+    # host -> how many of its undrains fail before one works.
+    failing_undrains = {} if benign else dict((host, rng.randint(1, 3)) for host in HOSTS if rng.random() < 0.25)
+    return events, silences, failing_drains, failing_approvals, failing_undrains, rng
 
 
 class Run(object):
@@ -246,7 +248,8 @@ class Run(object):
 
     def __init__(self, seed, benign=False):
         self.seed = seed
-        self.events, silences, self.failing_drains, self.failing_approvals, self.rng = generate(seed, benign)
+        (self.events, silences, self.failing_drains, self.failing_approvals, self.failing_undrains,
+         self.rng) = generate(seed, benign)
         self.azure = AzureModel(self.events, silences)
         self.setup = make_setup()
         # The run's settings: the defaults where everything can go right,
@@ -368,12 +371,24 @@ class Run(object):
             for event_id in ids:
                 self.approve(finished, event_id, shown_resources.get(event_id))
         for host in second['undrain']:
-            self.note(finished, 'undrain %s' % host)
-            self.set_service(finished, host, True)
-            self.results['undrain'][host] = ''
+            self.undrain(finished, host)
         self.state = out2['state']
         self.last = out2
         return finished
+
+    def undrain(self, moment, host):
+        if not self.failing_undrains.get(host):
+            self.note(moment, 'undrain %s' % host)
+            self.set_service(moment, host, True)
+            self.results['undrain'][host] = ''
+            return
+        self.failing_undrains[host] -= 1
+        self.results['undrain'][host] = 'health check failed'
+        # An undrain task can fail before the host is back, or after.
+        back = self.rng.random() < 0.5
+        self.note(moment, 'undrain %s (fails%s)' % (host, ', back in service all the same' if back else ''))
+        if back:
+            self.set_service(moment, host, True)
 
     def approve(self, moment, event_id, resources):
         if resources is None:
