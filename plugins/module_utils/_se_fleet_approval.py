@@ -20,73 +20,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ._se_allowed_vms import keep_allowed, vm_places
 from ._se_approval import SCOPE_ALL, SKIP_GONE, SKIP_NOT_SCHEDULED, ApprovalPlan, plan_approval
 from ._se_errors import InvalidParameterError
-from ._se_graph import parse_arm_vm_id
 from ._se_select import affects, event_id_key
 
-SKIP_FOREIGN_VMS = 'foreign_vms'
 SKIP_FINISHED = 'finished'
 # What an event missing from Resource Graph is reported as.
 STATUS_GONE = 'gone'
 FINISHED = ('completed', 'canceled')
 WAIT_STARTED = 'started'
 WAIT_COMPLETED = 'completed'
-# What skipped_events lists as the foreign VMs of an event whose Resources is empty.
-EMPTY_RESOURCES = '(Resources is empty)'
-
-
-def _place_of(event):
-    """The event's ``(subscription, resource group)``, lower case: where its Resources' names are VMs."""
-    return (str(event.get('subscription_id')).lower(), str(event.get('resource_group')).lower())
-
-
-def _parse_allowed_vms(allowed_vms):
-    """``(names, pinned)``, lower case: the bare VM names of ``allowed_vms``, and ``(subscription, resource group, name)`` of its ARM ids."""
-    names, pinned = set(), set()
-    for entry in allowed_vms:
-        parts = parse_arm_vm_id(entry)
-        if parts is None:
-            names.add(str(entry).lower())
-        else:
-            pinned.add((parts['subscription_id'].lower(), parts['resource_group'].lower(),
-                        parts['resource_name'].lower()))
-    return names, pinned
-
-
-def foreign_vms(event, allowed_vms, places=None):
-    """The VMs of the event's Resources that ``allowed_vms`` does not allow (names compared without case).
-
-    An entry of ``allowed_vms`` is a VM name, or a VM's ARM id, which allows
-    that name only in its subscription and resource group (the event's).
-    ``places`` (from ``vm_places``) says where each name has events: a bare
-    name found in several resource groups cannot tell which VM was meant, so
-    it allows none of them. An event whose Resources is empty names no VM
-    that could be checked: it is reported as ``['(Resources is empty)']``.
-    """
-    return _foreign_vms_and_why(event, _parse_allowed_vms(allowed_vms), places)[0]
-
-
-def _foreign_vms_and_why(event, allowed, places):
-    """``(foreign_vms(...), why)`` with ``allowed`` from ``_parse_allowed_vms``, so a plan parses it once.
-
-    ``why`` is what the refusal of an event named by id says of it, None
-    when every VM is allowed.
-    """
-    resources = event.get('resources') or []
-    if not resources:
-        return [EMPTY_RESOURCES], 'its Resources is empty'
-    names, pinned = allowed
-    where = _place_of(event)
-    outside = []
-    for name in resources:
-        key = str(name).lower()
-        if where + (key,) in pinned:
-            continue
-        if key in names and len((places or {}).get(key, (where,))) <= 1:
-            continue
-        outside.append(name)
-    return outside, ('names ' + ', '.join(outside) if outside else None)
 
 
 def fleet_missing_ids_message(missing_ids, dummy_incarnation=None):
@@ -101,16 +45,6 @@ def fleet_missing_ids_message(missing_ids, dummy_incarnation=None):
             '(scheduledEventsPolicy, eventGridAndResourceGraph enabled); and that the identity may read them (the '
             'ScheduledEventContributor role). Or set missing: ignore to skip such ids with reason %r.'
             % (', '.join(missing_ids), SKIP_GONE))
-
-
-def vm_places(events):
-    """``{VM name (lower case): set of (subscription, resource group)}`` over the Resources of ``events``."""
-    places = {}
-    for event in events:
-        where = _place_of(event)
-        for name in event.get('resources') or []:
-            places.setdefault(str(name).lower(), set()).add(where)
-    return places
 
 
 def plan_fleet_approval(events, selection, vm_names=None, allowed_vms=None, resource_name=None):
@@ -134,29 +68,15 @@ def plan_fleet_approval(events, selection, vm_names=None, allowed_vms=None, reso
         events = [event for event in events if any(affects(event, name) for name in vm_names)]
     plan = plan_approval(events, resource_name, selection, missing_message=fleet_missing_ids_message)
     status_of = dict((event_id_key(event.get('event_id')), str(event.get('event_status')).lower()) for event in events)
-    approve, skipped = [], []
+    skipped = []
     for entry in plan.skipped:
         # The IMDS rules call every status but Scheduled "not scheduled"; ARM
         # says more: the event is over (Completed) or will not happen (Canceled).
         if entry['reason'] == SKIP_NOT_SCHEDULED and status_of.get(event_id_key(entry['event_id'])) in FINISHED:
             entry = dict(entry, reason=SKIP_FINISHED)
         skipped.append(entry)
-    allowed = _parse_allowed_vms(allowed_vms) if allowed_vms is not None else None
-    refused = []
-    for event in plan.approve:
-        outside, why = _foreign_vms_and_why(event, allowed, places) if allowed is not None else ([], None)
-        if outside:
-            skipped.append({'event_id': event['event_id'], 'reason': SKIP_FOREIGN_VMS, 'foreign_vms': outside})
-            refused.append('%s (%s)' % (event['event_id'], why))
-        else:
-            approve.append(event)
-    if refused and not selection.uses_filters:
-        raise InvalidParameterError('event_ids name events that also affect VMs outside allowed_vms: %s. '
-                                    'Acknowledging releases an event for every VM in its Resources, so nothing was '
-                                    'acknowledged; add those VMs to allowed_vms once they are ready (as ARM ids '
-                                    'where one name has events in several resource groups), or leave the events '
-                                    'out.' % '; '.join(refused))
-    return ApprovalPlan(approve, skipped)
+    return keep_allowed(ApprovalPlan(plan.approve, skipped), allowed_vms, not selection.uses_filters, 'acknowledged',
+                        places)
 
 
 def fleet_statuses(events, event_ids):

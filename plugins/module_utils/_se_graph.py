@@ -39,9 +39,6 @@ _ARM_EVENT_ID = re.compile(
     r'^/subscriptions/(?P<subscription_id>[^/]+)/resourcegroups/(?P<resource_group>[^/]+)/providers/'
     r'microsoft\.compute/(?P<resource_kind>virtualmachines|virtualmachinescalesets)/(?P<resource_name>[^/]+)/'
     r'providers/microsoft\.maintenance/scheduledevents/(?P<event_id>[^/]+)$', re.IGNORECASE)
-_ARM_VM_ID = re.compile(
-    r'^/subscriptions/(?P<subscription_id>[^/]+)/resourcegroups/(?P<resource_group>[^/]+)/providers/'
-    r'microsoft\.compute/virtualmachines/(?P<resource_name>[^/]+)/?$', re.IGNORECASE)
 _KINDS = {'virtualmachines': 'virtualMachines', 'virtualmachinescalesets': 'virtualMachineScaleSets'}
 # Names in ARM never hold quotes, backslashes or line breaks; refusing them
 # keeps user input from changing the query.
@@ -120,12 +117,6 @@ def parse_arm_event_id(arm_id):
     parts = match.groupdict()
     parts['resource_kind'] = _KINDS[parts['resource_kind'].lower()]
     return parts
-
-
-def parse_arm_vm_id(arm_id):
-    """``{subscription_id, resource_group, resource_name}`` of a VM's ARM id, or None."""
-    match = _ARM_VM_ID.match(str(arm_id or ''))
-    return None if match is None else match.groupdict()
 
 
 def _fleet_event(row, warnings):

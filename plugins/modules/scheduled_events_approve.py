@@ -92,6 +92,22 @@ options:
       - Run the task on every host and each event is approved once, by its leader.
     type: bool
     default: false
+  allowed_vms:
+    description:
+      - The VMs the approval may release, each a name as in C(Resources) (compared without case), or a VM's ARM id
+        (C(/subscriptions/.../resourceGroups/.../providers/Microsoft.Compute/virtualMachines/NAME)). Give the VMs
+        that are ready, such as the ones drained for the maintenance.
+      - Checked against the events document read just before the approval, so it also holds when Azure added a VM
+        to an event after you last looked. An event naming any other VM is never approved. With O(event_ids) the
+        task fails before approving anything (the events were named as ready, so something changed, or the list is
+        wrong); with filters the event is skipped with reason V(foreign_vms).
+      - An event whose C(Resources) is empty is never approved when this is set, as what it releases cannot be checked.
+      - An IMDS event carries no resource group, so there an ARM id allows its VM's name. With O(via=arm) an ARM id
+        allows that name only in its subscription and resource group, as in
+        M(azure_maintenance.scheduled_events.scheduled_events_fleet_approve).
+      - Without it, every VM of a selected event may be released (within O(scope)).
+    type: list
+    elements: str
   missing:
     description:
       - What to do with an id of O(event_ids) that is not in the current events document (it may be over, or
@@ -241,6 +257,12 @@ EXAMPLES = r'''
     leader_only: true
   register: approval
 
+- name: Approve an event only while it names no VM beyond those drained for it
+  azure_maintenance.scheduled_events.scheduled_events_approve:
+    event_ids: ["{{ event.event_id }}"]
+    scope: all
+    allowed_vms: "{{ drained_hosts | map('extract', hostvars, 'azure_vm_name') | list }}"
+
 - name: Show which events this host left to another one
   ansible.builtin.debug:
     msg: "{{ approval.skipped_events | selectattr('reason', 'equalto', 'not_leader') | map(attribute='event_id') | list }}"
@@ -294,6 +316,7 @@ skipped_events:
     reason:
       description:
         - V(already_started) the event is C(Started) already.
+        - V(foreign_vms) the event names VMs outside O(allowed_vms) (listed in RV(skipped_events[].foreign_vms)).
         - V(gone) the id is not in the events document (over, or cancelled).
         - V(not_leader) O(leader_only) is set and this VM is not first in C(Resources).
         - V(not_scheduled) the event has a status other than C(Scheduled) or C(Started), which IMDS may add one day;
@@ -301,6 +324,11 @@ skipped_events:
         - V(not_this_vm) O(scope=this_vm) and this VM is not in C(Resources).
       type: str
       returned: always
+    foreign_vms:
+      description: The VMs of its C(Resources) that O(allowed_vms) does not allow.
+      type: list
+      elements: str
+      returned: when reason is V(foreign_vms)
   sample: [{event_id: 6A1C3C64-8A53-4C4F-9E5C-4B1E4E1D0F3A, reason: not_leader}]
 document_incarnation:
   description: C(DocumentIncarnation) of the last events document read, after approving and waiting.
@@ -396,6 +424,7 @@ list_requests:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_allowed_vms import keep_allowed
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_approval import (
     MISSING_CHOICES,
     SCOPES,
@@ -454,6 +483,7 @@ def module_argument_spec():
         max_duration={'type': 'int'},
         scope={'type': 'str', 'choices': list(SCOPES), 'default': 'this_vm'},
         leader_only={'type': 'bool', 'default': False},
+        allowed_vms={'type': 'list', 'elements': 'str'},
         missing={'type': 'str', 'choices': list(MISSING_CHOICES), 'default': 'fail'},
         wait={'type': 'str', 'choices': list(WAIT_CHOICES), 'default': WAIT_NONE},
         wait_timeout={'type': 'float', 'default': DEFAULT_WAIT_TIMEOUT},
@@ -497,8 +527,10 @@ class Approval(object):
         self.followed = ids_to_follow(plan)
 
     def plan(self, normalized):
-        return plan_approval(normalized['events'], self.result['resource_name'], self.selection,
-                             document_incarnation=normalized['document_incarnation'])
+        planned = plan_approval(normalized['events'], self.result['resource_name'], self.selection,
+                                document_incarnation=normalized['document_incarnation'])
+        return keep_allowed(planned, self.module.params.get('allowed_vms'), not self.selection.uses_filters,
+                            'approved')
 
     def post(self, plan):
         """POST the plan's ids; return the plan actually approved (smaller if events vanished meanwhile)."""

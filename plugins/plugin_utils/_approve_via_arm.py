@@ -83,7 +83,7 @@ def fleet_parameters(params, identity):
         'subscriptions': scope['subscriptions'], 'resource_groups': scope['resource_groups'],
         'event_ids': params.get('event_ids'), 'event_types': params.get('event_types'),
         'event_sources': params.get('event_sources'), 'max_duration': params.get('max_duration'),
-        'missing': params['missing'], 'wait': params['wait'], 'wait_timeout': params['wait_timeout'],
+        'allowed_vms': params.get('allowed_vms'), 'missing': params['missing'], 'wait': params['wait'], 'wait_timeout': params['wait_timeout'],
         'poll_interval': max(params['poll_interval'], MIN_GRAPH_POLL_INTERVAL),
     })
     return fleet
@@ -122,7 +122,8 @@ class ThisVmArmApproval(scheduled_events_fleet_approve.FleetApproval):
         return events
 
     def plan(self, events, selection):
-        return plan_fleet_approval(events, selection, resource_name=self.identity['resource_name'])
+        return plan_fleet_approval(events, selection, allowed_vms=self.params['allowed_vms'],
+                                   resource_name=self.identity['resource_name'])
 
     def reported_events(self, events, plan):
         """As over IMDS: the events this VM sees (those naming it), and any other selected by id."""

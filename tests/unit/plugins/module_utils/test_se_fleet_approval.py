@@ -16,14 +16,14 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_errors import (
     InvalidParameterError,
 )
-from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils import _se_fleet_approval
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils import _se_allowed_vms
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_allowed_vms import foreign_vms
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_fleet_approval import (
     ack_batches,
     ack_list_path,
     ack_path,
     fleet_statuses,
     fleet_wait_satisfied,
-    foreign_vms,
     owner_of,
     plan_fleet_approval,
 )
@@ -105,8 +105,8 @@ def test_allowed_vms_are_parsed_once_per_plan(monkeypatch):
         parsed.append(arm_id)
         return real_parse(arm_id)
 
-    real_parse = _se_fleet_approval.parse_arm_vm_id
-    monkeypatch.setattr(_se_fleet_approval, 'parse_arm_vm_id', parse_arm_vm_id)
+    real_parse = _se_allowed_vms.parse_arm_vm_id
+    monkeypatch.setattr(_se_allowed_vms, 'parse_arm_vm_id', parse_arm_vm_id)
     fleet = [event(A, ['web-0']), event(B, ['web-1']), event(C, ['web-2'])]
     plan = plan_fleet_approval(fleet, selection(event_types=['Reboot']), allowed_vms=['web-0', 'web-1'])
     assert plan.approve_ids == [A, B] and parsed == ['web-0', 'web-1']

@@ -20,7 +20,6 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
     build_query,
     normalize_rows,
     parse_arm_event_id,
-    parse_arm_vm_id,
     read_fleet,
     read_rows,
     select_fleet_events,
@@ -142,13 +141,6 @@ def test_rows_that_disagree_on_resources_give_every_vm_any_of_them_names():
     # added shows in one of them only, and acknowledging releases it too.
     events, dummy = normalize_rows([row('web-0', resources=['web-0']), row('web-1', resources=['WEB-0', 'web-1'])])
     assert events[0]['resources'] == ['web-0', 'web-1'] and events[0]['leader'] == 'web-0'
-
-
-def test_vm_ids_parse():
-    vm = '/subscriptions/%s/resourceGroups/rg-web/providers/Microsoft.Compute/virtualMachines/web-0' % SUB
-    assert parse_arm_vm_id(vm) == {'subscription_id': SUB, 'resource_group': 'rg-web', 'resource_name': 'web-0'}
-    assert parse_arm_vm_id(vm + '/providers/Microsoft.Maintenance/scheduledevents/' + EVENT) is None
-    assert parse_arm_vm_id('web-0') is None
 
 
 def test_outside_only_statuses_are_kept():

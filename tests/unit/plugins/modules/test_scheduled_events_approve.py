@@ -335,6 +335,26 @@ def test_missing_id_ignored_is_skipped_as_gone(run, document):
     assert imds.posts == [{'StartRequests': [{'EventId': FREEZE_SHARED}]}]
 
 
+def test_allowed_vms_refuses_an_event_azure_grew_since_the_caller_looked(run, document):
+    # The caller drained WestNO_0 and saw FREEZE_SHARED name only it; Azure
+    # has added WestNO_1 since: approving would release an undrained VM.
+    imds = ScriptedImds([document])
+    failed, result = run(imds, event_ids=[FREEZE_SHARED], scope='all', allowed_vms=['westno_0'])
+    assert failed and imds.posts == [] and result['changed'] is False
+    assert result['msg'].startswith('event_ids name events that also affect VMs outside allowed_vms: '
+                                    '%s (names WestNO_1). ' % FREEZE_SHARED)
+    failed, result = run(imds, event_ids=[FREEZE_SHARED], scope='all', allowed_vms=['WestNO_0', 'WestNO_1'])
+    assert not failed and result['approved'] == [FREEZE_SHARED]
+
+
+def test_allowed_vms_with_filters_skips_the_events_naming_other_vms(run, document):
+    imds = ScriptedImds([document])
+    failed, result = run(imds, event_types=['Freeze', 'Reboot'], scope='all', allowed_vms=['WestNO_1'])
+    assert not failed and result['approved'] == [USER_REBOOT]
+    assert {'event_id': FREEZE_SHARED, 'reason': 'foreign_vms', 'foreign_vms': ['WestNO_0']} in result['skipped_events']
+    assert imds.posts == [{'StartRequests': [{'EventId': USER_REBOOT}]}]
+
+
 def test_ids_and_filters_together_are_refused(run, document):
     imds = ScriptedImds([document])
     failed, result = run(imds, event_ids=[FREEZE_SHARED], event_types=['Freeze'])

@@ -152,6 +152,15 @@ def test_another_vms_event_is_approved_only_with_scope_all_and_its_id(args, expe
         assert client.acknowledged == [] and result['skipped_events'] == [{'event_id': NEIGHBOUR, 'reason': expected}]
 
 
+def test_allowed_vms_holds_as_over_imds():
+    result, client = approve(event_ids=[OWN], allowed_vms=['web_1'])
+    assert result['failed'] and 'outside allowed_vms: %s (names web_2)' % OWN in result['msg']
+    assert 'nothing was acknowledged' in result['msg'] and client.acknowledged == []
+    result, client = approve(event_ids=[OWN], allowed_vms=['web_1', 'WEB_2'])
+    assert not result.get('failed'), result
+    assert acknowledged_ids(client) == [OWN]
+
+
 def test_scope_all_with_filters_is_refused_before_anything_is_read():
     result, client = approve(event_types=['Freeze'], scope='all')
     assert result['failed'] and 'needs event_ids' in result['msg'] and 'scheduled_events_fleet_approve' in result['msg']
