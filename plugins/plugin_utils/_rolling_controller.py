@@ -1052,6 +1052,10 @@ class _Round(object):
         self._forget_holders()
         events = sorted(self.state['events'].values(), key=self.priority)
         drain, verify, wait_back, approve, once_drained = [], [], [], {}, {}
+        # approver -> the VMs its approvals may release: what the events
+        # named when read. The approve task refuses an event that names
+        # more by then (a VM Azure added since is not drained).
+        releasable = {}
         for record in events:
             if record['state'] == DRAINING:
                 drain.extend(host for host in self.undrained_hosts(record)
@@ -1061,6 +1065,7 @@ class _Round(object):
                     once_drained.setdefault(record['approver'], []).append(record['event_id'])
             elif record['state'] == APPROVING and record['approver']:
                 approve.setdefault(record['approver'], []).append(record['event_id'])
+                releasable.setdefault(record['approver'], set()).update(record['resources'])
             elif record['state'] == VERIFYING:
                 for host in record['hosts']:
                     # A host another event is still about to impact (or
@@ -1080,7 +1085,8 @@ class _Round(object):
         hosts = {}
         for host in sorted(set(drain) | set(verify) | set(undrain) | set(approve)):
             hosts[host] = {'drain': host in drain, 'verify': host in verify, 'wait_back': host in wait_back,
-                           'undrain': host in undrain, 'approve': approve.get(host, [])}
+                           'undrain': host in undrain, 'approve': approve.get(host, []),
+                           'allowed_vms': sorted(releasable.get(host, ()))}
         # An event this run handled that is still in the document holds the
         # run: Azure maintains update domains one after another, and the next
         # domain's event tends to appear when the previous one leaves (about

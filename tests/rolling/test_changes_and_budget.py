@@ -1,6 +1,6 @@
 # Copyright (c) azure_maintenance.scheduled_events contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""System tests: an event Azure changes while it waits, and an event that can never fit max_unavailable.
+"""System tests: an event Azure changes while it waits or is approved, and one that can never fit max_unavailable.
 
 Same harness and invariants as test_overlapping_events.py: each test starts
 its own simulator on kernel-chosen ports and checks the simulator's approval
@@ -21,6 +21,8 @@ pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='needs the simul
 
 CHANGED = 'E5000000-0000-4000-8000-000000000001'
 TOO_BIG = 'E5000000-0000-4000-8000-000000000002'
+GROWN = 'E5000000-0000-4000-8000-000000000003'
+FILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'files')
 
 
 def wait_until(predicate, thread, seconds):
@@ -81,6 +83,32 @@ def test_an_event_azure_changes_while_it_waits_drains_the_hosts_it_gains(tmp_pat
         for vm in ('web_0', 'web_1'):
             assert step_names(world, vm) == ['drain', 'verify', 'undrain'], world.steps()
         assert step_names(world, 'web_2') == [] and step_names(world, 'web_3') == []
+
+
+def test_a_vm_azure_adds_between_the_read_and_the_approval_is_drained_before_the_event_is_approved(tmp_path):
+    """Azure adds web_1 to a Freeze of web_0 while the round drains web_0, after the round read it: the approve
+    task, given the VMs the event named when read, refuses it; the next round drains web_1, then approves."""
+    groups = {'web': {'vms': [('web_0', 0), ('web_1', 0), ('web_2', 1), ('web_3', 1)], 'max_unavailable': 2,
+                      'settings': {'drain_tasks': os.path.join(FILES, 'drain_then_azure_grows_the_event.yml')}}}
+    with RollingWorld(tmp_path, groups, speed=1) as world:
+        world.start_scenario([{'action': 'create_event', 'label': 'grown', 'event_id': GROWN, 'event_type': 'Freeze',
+                               'resources': ['web_0'], 'at_seconds': 0, 'impact_seconds': 2,
+                               'linger_seconds': 30}])
+        grow = {'host': inventory_name('web_0'), 'resources': ['web_0', 'web_1'],
+                'url': '%s/events/%s/change' % (world.control.base_url, GROWN)}
+        run = world.run_playbook(timeout=900, system_test_grow=grow)
+        problems = world.invariant_problems(run)
+        assert problems == [], '\n'.join(problems) + '\n' + run.output[-3000:]
+        assert run.returncode == 0, run.output[-3000:]
+        approvals = world.approvals()
+        assert [event_ids for _at, _vm, event_ids in approvals] == [[GROWN.lower()]], approvals
+        assert world.drained_at(inventory_name('web_1'), approvals[0][0])
+        event = run.event(GROWN)
+        assert event['outcome'] == 'approved'
+        assert event['hosts'] == [inventory_name('web_0'), inventory_name('web_1')]
+        assert any('outside allowed_vms' in error and 'web_1' in error for error in event['errors']), event
+        for vm in ('web_0', 'web_1'):
+            assert step_names(world, vm) == ['drain', 'verify', 'undrain'], world.steps()
 
 
 @pytest.mark.parametrize('choice, returncode, outcome', [

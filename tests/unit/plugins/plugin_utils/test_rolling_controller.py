@@ -563,6 +563,29 @@ def test_a_host_whose_undrain_keeps_failing_fails_the_run_whatever_its_event_say
                                        'refused)'
 
 
+class TestWhatAnApprovalMayRelease:
+    def test_the_approver_is_given_the_vms_its_events_named_when_read(self):
+        loop = Loop()
+        loop.round(T0, [ev('E', ['web_0', 'web_1']), ev('F', ['db_0'])])
+        hosts = loop.last[1]['actions']['hosts']
+        assert hosts['w0']['approve'] == ['E'] and hosts['w0']['allowed_vms'] == ['web_0', 'web_1']
+        assert hosts['d0']['approve'] == ['F'] and hosts['d0']['allowed_vms'] == ['db_0']
+
+    def test_an_approval_refused_for_a_vm_azure_added_meanwhile_drains_it_then_approves_again(self):
+        # The approve task read the event naming web_1 too, which the round had not seen.
+        loop = Loop(make_setup(web=2), failing={
+            ('approve', 'E'): 'event_ids name events that also affect VMs outside allowed_vms: E (names web_1)'})
+        loop.round(T0, [ev('E', ['web_0'])])
+        assert loop.did('approve') == ['E']
+        loop.failing.clear()
+        loop.round(T0 + 5, [ev('E', ['web_0', 'web_1'])])
+        assert [(action, item) for _now, action, item in loop.log] == [
+            ('drain', 'w0'), ('approve', 'E'), ('drain', 'w1'), ('approve', 'E')]
+        assert loop.last[1]['actions']['hosts']['w0']['allowed_vms'] == ['web_0', 'web_1']
+        loop.round(T0 + 10, [dict(ev('E', ['web_0', 'web_1']), event_status='Started', not_before=None)])
+        assert loop.record('E')['outcome'] == 'approved' and loop.record('E')['undrained_at_start'] == []
+
+
 class TestAFailedUndrain:
     """An undrain task that failed may have failed after the host went back in service."""
 

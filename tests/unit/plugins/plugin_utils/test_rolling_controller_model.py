@@ -16,7 +16,8 @@ and ``Run`` plays the playbook's rounds against it, with tasks that take time.
 
 What must hold on every schedule, whatever the planner's states say:
 
-* an event is approved only while every managed host it names is drained,
+* an event is approved only while every managed host it names (at the
+  moment of the request, whatever the last read said) is drained,
   never when it names a VM outside the run (unless allowed), never with
   approval off;
 * no group ever has more hosts drained than its max_unavailable (unless
@@ -366,10 +367,8 @@ class Run(object):
             self.note(finished, '  ' + message)
         second = out2['actions']
         self.results = {'approve': {}, 'undrain': {}}
-        shown_resources = dict((event['event_id'], event['resources']) for event in shown)
-        for _approver, ids in sorted(second['approve'].items()):
-            for event_id in ids:
-                self.approve(finished, event_id, shown_resources.get(event_id))
+        for approver, ids in sorted(second['approve'].items()):
+            self.approve_task(finished, ids, second['hosts'][approver]['allowed_vms'])
         for host in second['undrain']:
             self.undrain(finished, host)
         self.state = out2['state']
@@ -390,11 +389,26 @@ class Run(object):
         if back:
             self.set_service(moment, host, True)
 
-    def approve(self, moment, event_id, resources):
-        if resources is None:
-            # Not in this round's reading (no host answered, say): the
-            # approve task reads the document before it sends anything.
-            resources = sorted(self.shown.get(event_id, ()))
+    def approve_task(self, moment, ids, allowed_vms):
+        """The approve task of one host: it reads the document, then approves its events in one request.
+
+        With allowed_vms it refuses them all when one names a VM outside
+        it: a VM Azure added after the round's read, say.
+        """
+        allowed = set(vm.lower() for vm in allowed_vms)
+        grown = sorted(set(vm for event in self.events if event.event_id in ids and event.visible(moment)
+                           for vm in event.resources_at(moment) if vm.lower() not in allowed))
+        if grown:
+            for event_id in ids:
+                self.results['approve'][event_id] = 'event_ids name events that also affect VMs outside allowed_vms'
+            self.note(moment, 'approve %s refused: %s outside allowed_vms' % (', '.join(ids), ', '.join(grown)))
+            return
+        for event_id in ids:
+            self.approve(moment, event_id)
+
+    def approve(self, moment, event_id):
+        # Azure's Resources at the moment of the request: what the approval releases.
+        resources = next((event.resources_at(moment) for event in self.events if event.event_id == event_id), [])
         outside = [vm for vm in resources if vm not in HOST_OF_VM]
         in_service = [HOST_OF_VM[vm] for vm in resources if vm in HOST_OF_VM and self.in_service[HOST_OF_VM[vm]]
                       and not self.deleted_before(HOST_OF_VM[vm], moment)]
@@ -469,7 +483,8 @@ def final_problems(run):
                 problems.append('%s was read and is not in the report' % event.event_id)
             continue
         # A VM Azure added after the last read that had the event (and
-        # before it left) is one nobody could know of: not checked.
+        # before it left) is one nobody could know of: not checked. (One
+        # added before the approval is not: the approve task refuses then.)
         hit = [host for host in run.hit_in_service.get(event.event_id, ())
                if VM_OF[host] in run.shown.get(event.event_id, ()) and host not in run.state['unobserved_hosts']]
         if hit and outcome not in OUTCOMES_OF_AN_UNDRAINED_HIT:
