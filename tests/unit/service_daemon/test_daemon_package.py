@@ -51,12 +51,14 @@ sys.path.insert(0, sys.argv[1])
 from se_service.cli import parse_arguments
 from se_service.config import validate_config
 from se_service.engine import Service
-work = tempfile.mkdtemp()
-config = validate_config({'state_file': os.path.join(work, 'state.json'), 'hooks_dir': os.path.join(work, 'hooks')})
-service = Service(config, os.path.join(work, 'config.json'), logging.getLogger('package-test'))
-client = service._build_client()
-print(type(client.transport).__module__, type(client.transport).__name__,
-      sorted(name for name in ('requests', 'urllib3') if name in sys.modules))
+# Its own folder, removed at the end: nothing is left in TMPDIR.
+with tempfile.TemporaryDirectory() as work:
+    config = validate_config({'state_file': os.path.join(work, 'state.json'),
+                              'hooks_dir': os.path.join(work, 'hooks')})
+    service = Service(config, os.path.join(work, 'config.json'), logging.getLogger('package-test'))
+    client = service._build_client()
+    print(type(client.transport).__module__, type(client.transport).__name__,
+          sorted(name for name in ('requests', 'urllib3') if name in sys.modules))
 '''
 
 
