@@ -433,6 +433,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
     STATUS_GONE,
     WAIT_CHOICES,
     WAIT_NONE,
+    ApprovalPlan,
     drop_gone,
     describe_statuses,
     event_statuses,
@@ -463,6 +464,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
     argument_spec,
     client_from_options,
 )
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_select import find_event
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_wait import (
     DEFAULT_POLL_INTERVAL,
     WaitTimeoutError,
@@ -529,8 +531,10 @@ class Approval(object):
     def plan(self, normalized):
         planned = plan_approval(normalized['events'], self.result['resource_name'], self.selection,
                                 document_incarnation=normalized['document_incarnation'])
-        return keep_allowed(planned, self.module.params.get('allowed_vms'), not self.selection.uses_filters,
-                            'approved')
+        return self.within_allowed_vms(planned)
+
+    def within_allowed_vms(self, plan):
+        return keep_allowed(plan, self.module.params.get('allowed_vms'), not self.selection.uses_filters, 'approved')
 
     def post(self, plan):
         """POST the plan's ids; return the plan actually approved (smaller if events vanished meanwhile)."""
@@ -550,6 +554,10 @@ class Approval(object):
             raise refusal
         self.module.warn('Event(s) %s left the events document before they could be approved; approving the others.'
                          % ', '.join(entry['event_id'] for entry in narrowed.skipped if entry not in plan.skipped))
+        # The second request releases the events as this read shows them:
+        # allowed_vms holds on it too.
+        narrowed = self.within_allowed_vms(ApprovalPlan(
+            [find_event(normalized['events'], event['event_id']) for event in narrowed.approve], narrowed.skipped))
         if narrowed.approve:
             self.client.approve(narrowed.approve_ids)
         return narrowed

@@ -412,6 +412,19 @@ def test_only_vanished_events_are_dropped_and_the_rest_approved(run, document):
     assert len(imds.posts) == 2
 
 
+def test_allowed_vms_holds_on_the_read_made_after_a_refused_request(run, document):
+    # USER_REBOOT left and Azure added WestNO_2 to FREEZE_SHARED since the
+    # first read: the second request would release WestNO_2.
+    later = without(document, USER_REBOOT)
+    for event in later['Events']:
+        if event['EventId'] == FREEZE_SHARED:
+            event['Resources'] = event['Resources'] + ['WestNO_2']
+    imds = ScriptedImds([document, later])
+    failed, result = run(imds, event_ids=[FREEZE_SHARED, USER_REBOOT], scope='all', allowed_vms=['WestNO_0', 'WestNO_1'])
+    assert failed and 'outside allowed_vms: %s (names WestNO_2)' % FREEZE_SHARED in result['msg']
+    assert len(imds.posts) == 1 and result['approved'] == []
+
+
 @pytest.mark.parametrize('status', [500, 503, 429, 410])
 def test_transient_post_errors_are_retried(run, document, status):
     imds = ScriptedImds([document])
