@@ -127,8 +127,8 @@ def keep_allowed(plan, allowed_vms, by_ids, verb, places=None):
             approve.append(event)
     if refused and by_ids:
         raise InvalidParameterError(
-            'event_ids name events that also affect VMs outside allowed_vms: %s. Approving releases an event for '
-            'every VM in its Resources, so nothing was %s; add those VMs to allowed_vms once they are ready (as ARM '
+            'event_ids name events that also affect VMs outside allowed_vms: %s. An event is released for every VM '
+            'in its Resources at once, so nothing was %s; add those VMs to allowed_vms once they are ready (as ARM '
             'ids where one name has events in several resource groups), or leave the events out.'
             % ('; '.join(refused), verb))
     return ApprovalPlan(approve, skipped)

@@ -261,7 +261,8 @@ EXAMPLES = r'''
   azure_maintenance.scheduled_events.scheduled_events_approve:
     event_ids: ["{{ event.event_id }}"]
     scope: all
-    allowed_vms: "{{ drained_hosts | map('extract', hostvars, 'azure_vm_name') | list }}"
+    # The VM name of each drained host, set in the inventory as the rolling playbook reads it
+    allowed_vms: "{{ drained_hosts | map('extract', hostvars, 'azure_scheduled_events_resource_name') | list }}"
 
 - name: Show which events this host left to another one
   ansible.builtin.debug:
