@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters behind rolling_maintenance.yml with rolling_source resource_graph: rolling_fleet_setup,
-rolling_fleet_reconcile.
+rolling_fleet_reconcile, rolling_fleet_allowed_vms.
 
 Their documentation is in the .yml file named after each filter; the logic is
 in plugin_utils/_rolling_fleet.py, and the decisions in the same planner as
@@ -28,6 +28,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolli
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling_controller import reconcile
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling_fleet import (
     IDENTITY_VARIABLES,
+    acknowledgeable_vms,
     approval_results,
     check_identities,
     fleet_observation,
@@ -49,9 +50,17 @@ def rolling_fleet_setup(setup, hostvars, options=None):
                                          info.get('resource_name'))
     options = _mapping(options, 'options', 'rolling_fleet_setup')
     return {'identities': identities, 'scope': read_scope(identities, options),
-            'problems': check_identities(identities),
-            'allowed_vms': sorted(identity['resource_name'] for identity in identities.values()
-                                  if identity['resource_name'])}
+            'problems': check_identities(identities)}
+
+
+def rolling_fleet_allowed_vms(plan, fleet):
+    """The VMs the round's ARM acknowledgement may release: those its events named when read."""
+    plan = _mapping(plan, 'plan', 'rolling_fleet_allowed_vms')
+    fleet = _mapping(fleet, 'fleet', 'rolling_fleet_allowed_vms')
+    if not isinstance(plan.get('actions'), Mapping):
+        raise AnsibleFilterError('rolling_fleet_allowed_vms: the input must be a plan of the rolling planner '
+                                 '(rolling_reconcile), with its actions')
+    return acknowledgeable_vms(plan['actions'], fleet.get('identities') or {})
 
 
 def rolling_fleet_reconcile(state, setup, fleet, options=None, read=None, results=None, plan=None, ack=None,
@@ -103,4 +112,5 @@ class FilterModule(object):
         return {
             'rolling_fleet_setup': rolling_fleet_setup,
             'rolling_fleet_reconcile': rolling_fleet_reconcile,
+            'rolling_fleet_allowed_vms': rolling_fleet_allowed_vms,
         }

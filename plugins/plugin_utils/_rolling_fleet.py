@@ -38,6 +38,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_allowed_vms import parse_arm_vm_id
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_graph import parse_arm_event_id
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_select import event_id_key
 
@@ -243,6 +244,34 @@ def without_approvals(actions):
         if asked.get('drain') or asked.get('verify') or asked.get('undrain'):
             hosts[host] = asked
     return dict(actions, approve={}, hosts=hosts)
+
+
+def acknowledgeable_vms(actions, identities):
+    """The ``allowed_vms`` of the round's one ARM acknowledgement: every VM the events it sends named when read.
+
+    ``actions``: the plan's actions (each approver's ``allowed_vms`` are the
+    VMs its events named at the round's read: the run's hosts, all drained,
+    and, with ``rolling_allow_foreign_resources``, the VMs outside the run
+    that the user let the run release). Not every VM of the run: a Resource
+    Graph row can change between the read and the acknowledgement (Azure adds
+    a VM), and a VM added since is not drained; nor only the run's VMs, or an
+    event the run may approve with a VM outside it would always be refused.
+    A host's VM goes by its ARM id where known, which allows that VM in its
+    own resource group only (a bare name that the acknowledgement's read
+    finds in several resource groups allows none of them).
+    """
+    arm_ids = {}
+    for identity in identities.values():
+        parts = parse_arm_vm_id(identity.get('arm_id'))
+        name = identity.get('resource_name')
+        # A scale-set instance's id is not a VM id that allowed_vms pins: it goes by its name.
+        if name and parts and parts['resource_name'].lower() == name.lower():
+            arm_ids[name.lower()] = identity['arm_id']
+    named = set()
+    for asked in (actions.get('hosts') or {}).values():
+        if asked.get('approve'):
+            named.update(str(name) for name in asked.get('allowed_vms') or ())
+    return sorted(set(arm_ids.get(name.lower(), name) for name in named))
 
 
 def needs_the_hosts(plan):

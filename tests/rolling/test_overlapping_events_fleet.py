@@ -28,6 +28,9 @@ FREEZE_WEB_UD0 = 'E5000000-0000-4000-8000-000000000001'
 REBOOT_WEB_UD1 = 'E5000000-0000-4000-8000-000000000002'
 USER_REDEPLOY_DB0 = 'E5000000-0000-4000-8000-000000000003'
 FREEZE_DB1_AND_OUTSIDER = 'E5000000-0000-4000-8000-000000000004'
+GROWN_WEB_0 = 'E5000000-0000-4000-8000-000000000005'
+FREEZE_DB0_AND_ALLOWED_OUTSIDER = 'E5000000-0000-4000-8000-000000000006'
+FILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'files')
 
 
 def test_four_events_at_once_over_the_fleet_plane(tmp_path):
@@ -62,6 +65,42 @@ def test_four_events_at_once_over_the_fleet_plane(tmp_path):
             assert event['times']['verified'] and event['times']['undrained']
         for host, steps in world.steps().items():
             assert steps[-1][1] == 'undrain', (host, steps)
+
+
+def test_an_acknowledgement_releases_only_the_vms_its_events_named_when_read(tmp_path):
+    """With rolling_allow_foreign_resources, a Freeze of db_0 and partner_0 (outside the run) is acknowledged; and
+    Azure adds web_1 to a Freeze of web_0 while the round drains web_0, after the round's read: the round's
+    acknowledgement, which may release only the VMs its events named then, is refused, and the next round drains
+    web_1 before both events go through ARM."""
+    groups = {'web': {'vms': [('web_0', 0), ('web_1', 0)], 'max_unavailable': 2,
+                      'settings': {'drain_tasks': os.path.join(FILES, 'drain_then_azure_grows_the_event.yml')}},
+              'db': {'vms': [('db_0', 0)], 'max_unavailable': 1}}
+    with FleetRollingWorld(tmp_path, groups, foreign=[('partner_0', 'db')], speed=1) as world:
+        short = {'linger_seconds': 20}
+        world.start_scenario([create(GROWN_WEB_0, 'Freeze', ['web_0'], **short),
+                              create(FREEZE_DB0_AND_ALLOWED_OUTSIDER, 'Freeze', ['db_0', 'partner_0'], **short)])
+        grow = {'host': inventory_name('web_0'), 'resources': ['web_0', 'web_1'],
+                'url': '%s/events/%s/change' % (world.control.base_url, GROWN_WEB_0)}
+        run = world.run_playbook(timeout=900, system_test_grow=grow, rolling_allow_foreign_resources=True)
+        allowed_outsider = '%s was approved' % FREEZE_DB0_AND_ALLOWED_OUTSIDER.lower()
+        problems = [problem for problem in world.invariant_problems(run)
+                    if not (problem.startswith(allowed_outsider) and problem.endswith('names partner_0, outside the '
+                                                                                      'inventory'))]
+        assert problems == [], '\n'.join(problems) + '\n' + run.output[-3000:]
+        assert run.returncode == 0, run.output[-3000:]
+        assert world.imds_requests() == {}
+        assert {entry.get('via') for entry in world.control.approvals()} == {'arm'}
+        assert world.approvals_per_event() == {GROWN_WEB_0.lower(): 1, FREEZE_DB0_AND_ALLOWED_OUTSIDER.lower(): 1}
+        grown_at = [at for at, _vm, event_ids in world.approvals() if GROWN_WEB_0.lower() in event_ids]
+        assert world.drained_at(inventory_name('web_1'), grown_at[0])
+        grown = run.event(GROWN_WEB_0)
+        assert grown['outcome'] == 'approved'
+        assert grown['hosts'] == [inventory_name('web_0'), inventory_name('web_1')]
+        assert any('outside allowed_vms' in error and 'web_1' in error for error in grown['errors']), grown
+        shared = run.event(FREEZE_DB0_AND_ALLOWED_OUTSIDER)
+        assert shared['outcome'] == 'approved' and shared['foreign_resources'] == ['partner_0'], shared
+        for vm in ('web_0', 'web_1', 'db_0'):
+            assert [step for _at, step in world.steps()[inventory_name(vm)]] == ['drain', 'verify', 'undrain']
 
 
 def test_update_domains_one_after_another_with_a_spot_preemption_over_the_fleet_plane(tmp_path):

@@ -21,11 +21,15 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolli
     rolling_results,
     rolling_setup,
 )
+from ansible_collections.azure_maintenance.scheduled_events.plugins.filter.rolling_fleet import (
+    rolling_fleet_allowed_vms,
+)
 
 INVENTORY = {'all': ['h0', 'h1'], 'web': ['h0', 'h1'], 'ungrouped': []}
 EVENT = {'event_id': 'C7061BAC-AFDC-4513-B24B-AA5F13A16123', 'event_type': 'Freeze', 'event_status': 'Scheduled',
          'event_source': 'Platform', 'resources': ['vm_0'], 'not_before': '2030-01-01T00:00:00Z',
          'duration_in_seconds': 5}
+ARM_WEB_0 = '/subscriptions/s/resourcegroups/rg/providers/microsoft.compute/virtualmachines/web_0'
 
 
 def info(name, events=()):
@@ -149,3 +153,11 @@ def test_a_run_without_events_lasts_until_the_report_is_written():
     report = rolling_report({'events': {}}, {'started': '%.3f' % (time.time() - 30), 'finished': None})
     assert 29 <= report['run']['wall_seconds'] <= 600
     assert report['run']['summary'] == 'succeeded: 0 event(s)'
+
+
+def test_rolling_fleet_allowed_vms_reads_the_plan_and_the_hosts_identities():
+    fleet = {'identities': {'w0': {'resource_name': 'web_0', 'arm_id': ARM_WEB_0}}}
+    plan = {'actions': {'hosts': {'w0': {'approve': ['A'], 'allowed_vms': ['web_0', 'partner_0']}}}}
+    assert rolling_fleet_allowed_vms(plan, fleet) == [ARM_WEB_0, 'partner_0']
+    with pytest.raises(AnsibleFilterError, match='must be a plan of the rolling planner'):
+        rolling_fleet_allowed_vms({'state': {}}, fleet)

@@ -10,6 +10,13 @@ __metaclass__ = type
 
 import pytest
 
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_approval import validate_selection
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_errors import (
+    InvalidParameterError,
+)
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_fleet_approval import (
+    plan_fleet_approval,
+)
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils import _rolling_controller as rc
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils import _rolling_fleet as rf
 from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling import build_setup
@@ -156,3 +163,57 @@ def test_the_planner_never_approves_an_event_naming_a_same_named_vm_elsewhere():
     plan = rc.reconcile(plan['state'], None, {'drain': {'w0': '', 'w1': ''}}, T0 + 1, setup, options)
     assert plan['actions']['approve'] == {'w0': ['E2']}
     assert plan['state']['events']['e1']['state'] == rc.AWAITING_START
+
+
+@pytest.mark.parametrize('hosts, expected', [
+    ({}, []),
+    # A host that approves nothing this round releases nothing.
+    ({'w1': {'approve': [], 'allowed_vms': ['web_1']}}, []),
+    # The run's VMs by their ARM ids; a scale-set instance, whose id allowed_vms cannot pin, and a VM outside the
+    # run by their names; each once.
+    ({'w0': {'approve': ['E1'], 'allowed_vms': ['partner_0', 'web_0']},
+      's3': {'approve': ['E2', 'E3'], 'allowed_vms': ['ss_3', 'Web_0']}},
+     sorted([PREFIX.lower() + '/virtualmachines/web_0', 'partner_0', 'ss_3'])),
+    # A host without an ARM id by its name.
+    ({'x': {'approve': ['E4'], 'allowed_vms': ['web_9']}}, ['web_9']),
+])
+def test_an_acknowledgement_releases_what_its_events_named_when_read(hosts, expected):
+    identities = dict(IDENTITIES, x={'resource_name': 'web_9', 'arm_id': None})
+    assert rf.acknowledgeable_vms({'hosts': hosts}, identities) == expected
+
+
+def _as_read_by_the_acknowledgement(event, group='rg-web'):
+    return dict(event, subscription_id=SUB, resource_group=group)
+
+
+SHARED = 'E6000000-0000-4000-8000-000000000001'
+SCALE_SET = 'E6000000-0000-4000-8000-000000000002'
+NAMESAKE = 'E6000000-0000-4000-8000-000000000003'
+
+
+def test_the_acknowledgement_refuses_an_event_azure_grew_and_sends_one_with_an_allowed_vm_outside_the_run():
+    """The planner approves E1 (web_0 and partner_0, which the user allowed) and E2 (ss_3). The acknowledgement
+    may release just those VMs: once Azure adds web_1 (in service) to E1, it refuses the task; a namesake of
+    web_0 in another resource group does not make web_0 ambiguous, as the host's VM goes by its ARM id."""
+    setup = build_setup(['web'], INVENTORY, INVENTORY['all'], group_settings={'web': {'max_unavailable': 3}},
+                        host_overrides=dict((host, {'resource_name': identity['resource_name']})
+                                            for host, identity in IDENTITIES.items()))
+    shared = fleet_event(SHARED, ['web_0', 'partner_0'],
+                         [PREFIX + '/virtualMachines/web_0', PREFIX + '/virtualMachines/partner_0'])
+    scale_set = fleet_event(SCALE_SET, ['ss_3'], [PREFIX + '/virtualMachineScaleSets/ss'], event_type='Reboot')
+    options = {'drain_lead_seconds': 10 ** 9, 'allow_foreign_resources': True}
+    observation, _warnings = rf.fleet_observation(read(shared, scale_set), IDENTITIES, list(HOSTVARS))
+    plan = rc.reconcile(None, observation, None, T0, setup, options)
+    assert sorted(plan['actions']['drain']) == ['s3', 'w0']
+    plan = rc.reconcile(plan['state'], None, {'drain': {'w0': '', 's3': ''}}, T0 + 1, setup, options)
+    assert sorted(plan['actions']['approve'].values()) == sorted([[SHARED], [SCALE_SET]])
+    allowed = rf.acknowledgeable_vms(plan['actions'], IDENTITIES)
+    selection = validate_selection(scope='all', event_ids=[SHARED, SCALE_SET])
+    namesake = _as_read_by_the_acknowledgement(
+        fleet_event(NAMESAKE, ['web_0'], [OTHER_RG + '/virtualMachines/web_0']), group='rg-other')
+    as_read = [_as_read_by_the_acknowledgement(shared), _as_read_by_the_acknowledgement(scale_set), namesake]
+    assert [event['event_id'] for event in plan_fleet_approval(as_read, selection, allowed_vms=allowed).approve] == [
+        SHARED, SCALE_SET]
+    grown = dict(as_read[0], resources=['web_0', 'partner_0', 'web_1'])
+    with pytest.raises(InvalidParameterError, match=SHARED + ' [(]names web_1[)]'):
+        plan_fleet_approval([grown] + as_read[1:], selection, allowed_vms=allowed)
