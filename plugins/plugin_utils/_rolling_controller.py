@@ -132,7 +132,8 @@ CONDITIONS = {
                          'started (no notice, no capacity, not handled, or a drain too slow)',
     'started': 'seen Started with every host drained (or gone unseen after its approval or its NotBefore)',
     'hosts_added': 'its Resources now name a managed host that is not drained: admitted again, within '
-                   'max_unavailable (the hosts it drained stay out)',
+                   'max_unavailable (the hosts it drained stay out); its failed approvals are forgotten, since an '
+                   'approval refused for the VM Azure added (`allowed_vms`) did not fail',
     'not_selected': 'its type or source is not in rolling_event_types / rolling_event_sources',
     'never_fits': 'it names more hosts of a group than max_unavailable allows, and rolling_over_budget is fail or '
                   'leave',
@@ -149,7 +150,8 @@ CONDITIONS = {
     'drained_not_approvable': 'every host drained, but it names a VM outside the run or approval is off',
     'approved': 'the leader\'s approval POST succeeded',
     'approval_failed': 'the approval POST failed; tried again next round',
-    'approval_given_up': 'the approval POST failed three times; Azure starts it at NotBefore',
+    'approval_given_up': 'the approval POST failed three times since the event last gained hosts; Azure starts it '
+                         'at NotBefore',
     'deleted': 'a Preempt or Terminate started: the VM is gone, nothing to verify',
     'impact_over': 'every host answered again after the announced duration (a Reboot or Redeploy host after it '
                    'was seen down), or the event left the document (the only way out for a Freeze that announces '
@@ -718,6 +720,10 @@ class _Round(object):
             return
         if state in (APPROVING, AWAITING_START) and not started and [
                 host for host in self.undrained_hosts(record) if host not in record['failed_hosts']]:
+            # Planned afresh with its new hosts. An approval refused because
+            # Azure added them (allowed_vms) did not fail: it must not count
+            # towards the attempts after which the event is left to NotBefore.
+            record['approval_attempts'] = 0
             self.move(record, 'hosts_added', PENDING)
             return
         if state == IN_IMPACT:

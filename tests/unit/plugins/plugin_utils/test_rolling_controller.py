@@ -585,6 +585,26 @@ class TestWhatAnApprovalMayRelease:
         loop.round(T0 + 10, [dict(ev('E', ['web_0', 'web_1']), event_status='Started', not_before=None)])
         assert loop.record('E')['outcome'] == 'approved' and loop.record('E')['undrained_at_start'] == []
 
+    def test_an_event_azure_grows_again_and_again_is_approved_once_all_its_hosts_are_drained(self):
+        # Each refusal was Azure adding a VM, not an approval that failed: the
+        # event is planned afresh with its new hosts, and the refusals do not
+        # count towards the attempts after which it is left to NotBefore.
+        refused = 'event_ids name events that also affect VMs outside allowed_vms: E (names a VM added since)'
+        loop = Loop(make_setup(web=4), failing={('approve', 'E'): refused})
+        vms = ['web_0']
+        loop.round(T0, [ev('E', vms)])
+        for now, added in ((T0 + 5, 'web_1'), (T0 + 10, 'web_2'), (T0 + 15, 'web_3')):
+            if added == 'web_3':
+                loop.failing.clear()
+            vms = vms + [added]
+            loop.round(now, [ev('E', vms)])
+        assert [(action, item) for _now, action, item in loop.log] == [
+            ('drain', 'w0'), ('approve', 'E'), ('drain', 'w1'), ('approve', 'E'), ('drain', 'w2'), ('approve', 'E'),
+            ('drain', 'w3'), ('approve', 'E')]
+        loop.round(T0 + 20, [ev('E', vms)])
+        assert loop.did('approve') == ['E'] * 4
+        assert loop.record('E')['state'] == rc.AWAITING_START and loop.record('E')['times']['approved'] == T0 + 20
+
 
 class TestAFailedUndrain:
     """An undrain task that failed may have failed after the host went back in service."""
