@@ -248,13 +248,16 @@ def drop_gone(plan, events):
 
     For the race where an event ends or is cancelled between reading the
     document and POSTing: IMDS refuses the whole POST for one unknown id.
+    The events kept are as ``events`` shows them, since a second request
+    releases them as they are now (Azure may have added a VM meanwhile).
     """
     approve, skipped = [], list(plan.skipped)
     for event in plan.approve:
-        if find_event(events, event['event_id']) is None:
+        found = find_event(events, event['event_id'])
+        if found is None:
             skipped.append({'event_id': event['event_id'], 'reason': SKIP_GONE})
         else:
-            approve.append(event)
+            approve.append(found)
     return ApprovalPlan(approve, skipped)
 
 

@@ -434,7 +434,6 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
     STATUS_GONE,
     WAIT_CHOICES,
     WAIT_NONE,
-    ApprovalPlan,
     drop_gone,
     describe_statuses,
     event_statuses,
@@ -465,7 +464,6 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
     argument_spec,
     client_from_options,
 )
-from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_select import find_event
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_wait import (
     DEFAULT_POLL_INTERVAL,
     WaitTimeoutError,
@@ -557,8 +555,7 @@ class Approval(object):
                          % ', '.join(entry['event_id'] for entry in narrowed.skipped if entry not in plan.skipped))
         # The second request releases the events as this read shows them:
         # allowed_vms holds on it too.
-        narrowed = self.within_allowed_vms(ApprovalPlan(
-            [find_event(normalized['events'], event['event_id']) for event in narrowed.approve], narrowed.skipped))
+        narrowed = self.within_allowed_vms(narrowed)
         if narrowed.approve:
             self.client.approve(narrowed.approve_ids)
         return narrowed

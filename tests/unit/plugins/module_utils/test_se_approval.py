@@ -262,9 +262,12 @@ def test_empty_document_approves_nothing():
 
 def test_drop_gone_moves_vanished_events_to_skipped(document):
     result = plan(document, event_ids=[FREEZE_SHARED, USER_REBOOT, ABSENT], missing='ignore')
-    remaining = [event for event in document['events'] if event['event_id'] != USER_REBOOT]
+    remaining = [dict(event, resources=event['resources'] + ['added_since'])
+                 for event in document['events'] if event['event_id'] != USER_REBOOT]
     narrowed = approval.drop_gone(result, remaining)
     assert narrowed.approve_ids == [FREEZE_SHARED]
+    # Kept as the new read shows it: a second request releases it as it is now.
+    assert narrowed.approve[0]['resources'][-1] == 'added_since'
     assert narrowed.skipped == [{'event_id': ABSENT, 'reason': 'gone'}, {'event_id': USER_REBOOT, 'reason': 'gone'}]
 
 
