@@ -592,7 +592,11 @@ class _Round(object):
         self.state['last_change'] = self.now
 
     def warn(self, record, text):
-        self.warnings.append('%s %s: %s' % (record.get('event_type') or '?', record.get('event_id'), text))
+        line = '%s %s: %s' % (record.get('event_type') or '?', record.get('event_id'), text)
+        # Once per call: step() can pass the same condition twice in one
+        # round (pending -> over_budget, whose handler admits again).
+        if line not in self.warnings:
+            self.warnings.append(line)
         if text not in record['warnings']:
             record['warnings'].append(text)
 
