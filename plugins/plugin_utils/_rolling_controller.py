@@ -115,6 +115,7 @@ TRANSITIONS = (
     (APPROVING, 'approval_failed', APPROVING, ACT_APPROVE),
     (APPROVING, 'approval_given_up', AWAITING_START, ACT_WARN),
     (AWAITING_START, 'too_early', PENDING, ACT_UNDRAIN),
+    (AWAITING_START, 'makes_room', PENDING, ACT_UNDRAIN),
     (IN_IMPACT, 'deleted', DONE, ACT_NONE),
     (IN_IMPACT, 'impact_over', VERIFYING, ACT_VERIFY),
     (VERIFYING, 'verify_failed', FAILED, ACT_WARN),
@@ -148,6 +149,9 @@ CONDITIONS = {
                     'so the hosts drained stay out and the failed one counts as out until it is over',
     'drained_approvable': 'every host drained, no VM outside the run in Resources, approval on',
     'drained_not_approvable': 'every host drained, but it names a VM outside the run or approval is off',
+    'makes_room': 'a User event this run cannot approve, drained at once in case its user approves it, gives its '
+                  'hosts back to service for an event of its group that starts before it and would otherwise start '
+                  'on hosts in service; drained again when there is room',
     'approved': 'the leader\'s approval POST succeeded',
     'approval_failed': 'the approval POST failed; tried again next round',
     'approval_given_up': 'the approval POST failed three times since the event last gained hosts; Azure starts it '
@@ -235,6 +239,10 @@ def impacting_unhandled(record):
     """Whether ``record`` is an event this run does not handle (not selected) that Azure has started: its hosts
     are out (max_unavailable counts them, as every host an event started impacts) until it leaves."""
     return record['state'] == NOT_HANDLED and record['status'] == 'Started' and record['present']
+
+
+def is_user(record):
+    return str(record.get('event_source')).lower() == 'user'
 
 
 def _selected(value, wanted):
@@ -653,11 +661,14 @@ class _Round(object):
         return None if moment is None else moment - self.now
 
     def priority(self, record):
-        # User events first (someone is waiting for them), then the earliest
-        # NotBefore: it starts then whether its hosts are drained or not.
+        # User events this run approves first (someone is waiting for them,
+        # and they give their capacity back within minutes), then the
+        # earliest NotBefore: it starts then whether its hosts are drained or
+        # not. A User event this run cannot approve holds its hosts until
+        # NotBefore like any other, so it queues by NotBefore too.
         moment = _not_before(record)
-        user = str(record.get('event_source')).lower() == 'user'
-        return (0 if user else 1, moment if moment is not None else float('inf'), record['times']['seen'] or 0,
+        first = is_user(record) and self.approvable(record)
+        return (0 if first else 1, moment if moment is not None else float('inf'), record['times']['seen'] or 0,
                 event_id_key(record['event_id']))
 
     def needs_capacity(self, record):
@@ -870,6 +881,8 @@ class _Round(object):
             return
         if full:
             self.move(record, 'no_capacity', PENDING)
+            if until is not None and until <= self.lead and self.make_room(record):
+                return
             if until is not None and until <= self.lead:
                 self.warn(record, 'NotBefore %s is within the drain lead (%ds) and %s: it will start undrained '
                                   'unless capacity frees up' % (record.get('not_before'), self.lead, '; '.join(full)))
@@ -880,8 +893,61 @@ class _Round(object):
     def too_early(self, record):
         """Whether ``record`` is one this run does not approve, whose NotBefore is further away than the lead."""
         until = self.seconds_until(record)
-        user = str(record.get('event_source')).lower() == 'user'
-        return not self.approvable(record) and not user and until is not None and until > self.lead
+        return not self.approvable(record) and not is_user(record) and until is not None and until > self.lead
+
+    def make_room(self, record):
+        """Undrain User events that only wait for someone else's approval, so that ``record`` fits next round.
+
+        Such an event is drained at once, since its user may approve it at any
+        moment, and then holds its hosts until its NotBefore. An event of the
+        same group that starts before it (``record``, within the drain lead
+        and short of capacity) would otherwise start on hosts in service:
+        a certain impact weighed against a possible one. The latest of them
+        give way first, and only as many as ``record`` needs; it is admitted
+        next round, once their hosts are back (max_unavailable holds
+        throughout). Returns whether any gave way.
+        """
+        moment = _not_before(record)
+        if moment is None:
+            return False
+        groups = set(record['groups'])
+        candidates = sorted(
+            (other for other in self.state['events'].values()
+             if self.drained_for_its_user(other) and _not_before(other) > moment and groups & set(other['groups'])),
+            key=lambda other: (-_not_before(other), event_id_key(other['event_id'])))
+        chosen = []
+        for other in candidates:
+            chosen.append(other)
+            if self.fits_without(record, chosen):
+                break
+        else:
+            return False
+        for other in chosen:
+            other['times']['drain_started'] = None
+            self.move(other, 'makes_room', PENDING)
+            self.warn(other, 'its hosts go back to service for %s %s, which starts before it (NotBefore %s); drained '
+                             'again when there is room (approved by its user before then, it starts undrained)'
+                      % (record.get('event_type') or '?', record['event_id'], record.get('not_before') or '?'))
+        return True
+
+    def drained_for_its_user(self, record):
+        """Whether ``record`` is a User event this run cannot approve, drained, that has not started."""
+        return (record['state'] == AWAITING_START and is_user(record) and record['present']
+                and record['status'] != 'Started' and record['times']['approved'] is None
+                and not record['failed_hosts'] and not self.approvable(record) and _not_before(record) is not None)
+
+    def fits_without(self, record, yielding):
+        """Whether ``record`` fits max_unavailable once the hosts only ``yielding`` hold are back in service."""
+        yielding_ids = set(other['event_id'] for other in yielding)
+        for group in record['groups']:
+            info = self.setup['groups'][group]
+            freed = set(host for other in yielding for host in other['hosts']
+                        if self.host_group.get(host) == group
+                        and all(holder['event_id'] in yielding_ids for holder in self.holders(host)))
+            mine = set(host for host in record['hosts'] if self.host_group[host] == group)
+            if len((self.out_hosts(group) - freed) | mine) > info['limit']:
+                return False
+        return True
 
     def start_drain(self, record):
         for host in self.undrained_hosts(record):

@@ -178,6 +178,9 @@ def _row_cases():
         ((rc.AWAITING_START, 'too_early', rc.PENDING),
          [(0, [ev('E1', ['web_0', 'partner_0'], not_before=T0 + 60)]),
           (5, [ev('E1', ['web_0', 'partner_0'], not_before=T0 + 3600)])], {}),
+        ((rc.AWAITING_START, 'makes_room', rc.PENDING),
+         [(0, [ev('E1', ['db_0', 'partner_0'], source='User')]),
+          (5, [ev('E1', ['db_0', 'partner_0'], source='User'), ev('E2', ['db_1'], not_before=T0 + 100)])], {}),
         ((rc.IN_IMPACT, 'deleted', rc.DONE), [(0, [ev('E1', ['web_0'], event_type='Preempt', status='Started')])],
          {'event_types': ['Preempt']}),
         ((rc.IN_IMPACT, 'impact_over', rc.VERIFYING), [(0, [freeze]), (5, [started]), (20, [started])], {}),
@@ -659,6 +662,101 @@ def test_an_event_moved_later_than_the_drain_lead_gives_its_capacity_back():
     assert loop.did('drain') == ['d0', 'd1'] and loop.record('P')['state'] != rc.PENDING
     # Within the lead again, F is drained again once capacity allows.
     assert loop.record('F')['state'] == rc.PENDING
+
+
+class TestAUserEventThisRunCannotApprove:
+    """Drained at once (its user may approve it any moment), it must not cost an earlier event its drain."""
+
+    user = ev('U', ['db_0', 'partner_0'], 'Reboot', source='User', not_before=T0 + 900)
+
+    def drained_at_once(self, **options):
+        loop = Loop(make_setup(db=1), **options)
+        loop.round(T0, [self.user])
+        assert loop.did('drain') == ['d0'] and loop.record('U')['state'] == rc.AWAITING_START
+        return loop
+
+    @staticmethod
+    def most_out_at_once(loop, hosts):
+        """The most of ``hosts`` drained at the same time over the loop's log."""
+        out, most = set(), 0
+        for _now, action, host in loop.log:
+            if host in hosts and action in ('drain', 'undrain'):
+                (out.add if action == 'drain' else out.discard)(host)
+                most = max(most, len(out))
+        return most
+
+    @pytest.mark.parametrize('approve', [True, False])
+    def test_it_makes_room_for_an_event_that_starts_before_it(self, approve):
+        loop = self.drained_at_once(approve=approve)
+        platform = ev('P', ['db_1'], 'Reboot', not_before=T0 + 100)
+        loop.round(T0 + 5, [self.user, platform])
+        # Within P's drain lead: U's host goes back to service first ...
+        assert loop.did('undrain') == ['d0'] and loop.record('U')['state'] == rc.PENDING
+        assert any('U: its hosts go back to service for Reboot P' in line for line in loop.last[0]['warnings'])
+        assert not [line for line in loop.last[0]['warnings'] if 'will start undrained' in line]
+        # ... then P is drained, within max_unavailable all along.
+        loop.round(T0 + 10, [self.user, platform])
+        assert loop.did('drain') == ['d0', 'd1']
+        assert loop.did('approve') == (['P'] if approve else [])
+        started = dict(platform, event_status='Started', not_before=None)
+        loop.round(T0 + 100, [self.user, started], unknown=['d1'])
+        loop.round(T0 + 200, [self.user, started])
+        loop.round(T0 + 205, [self.user])
+        # P over, its host back: U is drained again, long before its NotBefore.
+        assert loop.did('undrain') == ['d0', 'd1'] and loop.did('drain') == ['d0', 'd1', 'd0']
+        assert loop.record('U')['state'] == rc.AWAITING_START
+        assert self.most_out_at_once(loop, ('d0', 'd1')) == 1
+        assert rc.outcome_of(loop.record('P')) == ('approved' if approve else 'started_by_azure')
+        user_started = dict(self.user, event_status='Started', not_before=None)
+        loop.round(T0 + 900, [user_started], unknown=['d0'])
+        assert any('awaiting_start -> in_impact (started)' in line for line in loop.last[0]['messages'])
+        loop.round(T0 + 1000, [user_started])
+        loop.round(T0 + 1005, [])
+        assert rc.outcome_of(loop.record('U')) == 'foreign'
+
+    def test_an_event_that_starts_after_it_waits(self):
+        loop = self.drained_at_once()
+        loop.round(T0 + 800, [self.user, ev('P', ['db_1'], not_before=T0 + 910)])
+        assert loop.did('undrain') == [] and loop.record('U')['state'] == rc.AWAITING_START
+        assert any('P: NotBefore' in line and 'will start undrained' in line for line in loop.last[0]['warnings'])
+
+    def test_an_event_far_from_its_not_before_waits(self):
+        loop = self.drained_at_once()
+        loop.round(T0 + 5, [self.user, ev('P', ['db_1'], not_before=T0 + 600)])
+        assert loop.did('undrain') == [] and loop.record('P')['state'] == rc.PENDING
+
+    def test_room_is_made_only_where_it_helps(self):
+        # Another group's User event keeps its hosts.
+        loop = Loop(make_setup(web=1, db=1))
+        web_user = ev('W', ['web_0', 'partner_0'], source='User', not_before=T0 + 900)
+        loop.round(T0, [self.user, web_user])
+        loop.round(T0 + 5, [self.user, web_user, ev('P', ['db_1'], not_before=T0 + 100)])
+        assert loop.did('undrain') == ['d0'] and loop.record('W')['state'] == rc.AWAITING_START
+        # An event that cannot fit even then takes nothing from it.
+        loop = self.drained_at_once()
+        loop.round(T0 + 5, [self.user, ev('P', ['db_0', 'db_1'], not_before=T0 + 100)])
+        assert loop.did('undrain') == [] and loop.record('U')['state'] == rc.AWAITING_START
+
+    def test_of_two_the_one_that_starts_last_gives_way(self):
+        loop = Loop(make_setup(web=2))
+        first = ev('U1', ['web_0', 'partner_0'], source='User', not_before=T0 + 700)
+        last = ev('U2', ['web_1', 'partner_0'], source='User', not_before=T0 + 900)
+        loop.round(T0, [first, last])
+        assert sorted(loop.did('drain')) == ['w0', 'w1']
+        loop.round(T0 + 5, [first, last, ev('P', ['web_2'], not_before=T0 + 100)])
+        assert loop.did('undrain') == ['w1']
+        assert loop.record('U1')['state'] == rc.AWAITING_START and loop.record('U2')['state'] == rc.PENDING
+
+    def test_seen_together_the_earlier_event_goes_first(self):
+        loop = Loop(make_setup(db=1))
+        loop.round(T0, [self.user, ev('P', ['db_1'], not_before=T0 + 600)])
+        assert loop.did('drain') == ['d1'] and loop.did('approve') == ['P']
+        assert loop.record('U')['state'] == rc.PENDING
+
+    def test_a_user_event_this_run_approves_still_goes_first(self):
+        loop = Loop(make_setup(db=1))
+        loop.round(T0, [ev('U', ['db_0'], source='User', not_before=T0 + 900), ev('P', ['db_1'], not_before=T0 + 100)])
+        assert loop.did('approve') == ['U']
 
 
 class TestEventsNotHandled:

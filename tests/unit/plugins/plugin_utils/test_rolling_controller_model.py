@@ -29,7 +29,9 @@ What must hold on every schedule, whatever the planner's states say:
 
 and on the schedules where everything can go right (every event this run may
 approve, notice of an hour, drains that work): no host is hit in service at
-all, and every event is reported approved or cancelled.
+all, and every event is reported approved or cancelled. So too where User
+events this run cannot approve, drained at once, meet a Platform event of
+their group due before them: it gets their capacity in time.
 
 ``ROLLING_MODEL_SEEDS`` plays more schedules (the default keeps ``make units``
 quick); a failure names its seed and prints the run's log.
@@ -240,6 +242,37 @@ def generate(seed, benign=False):
     return events, silences, failing_drains, failing_approvals, failing_undrains, rng
 
 
+def generate_waiting_user_events(seed):
+    """User events this run cannot approve (they name a VM outside it), then a Platform event of the same group due
+    before them: everything else goes right.
+
+    The User events are drained at once and would hold their group's
+    capacity until their NotBefore, long after the Platform event's.
+    """
+    rng = random.Random(seed)
+    events = []
+    for group in sorted(GROUP_HOSTS):
+        vms = [VM_OF[host] for host in GROUP_HOSTS[group]]
+        rng.shuffle(vms)
+        for _number in range(rng.randint(0, LIMITS[group])):
+            appear = T0 + rng.uniform(0, 300)
+            user = ScheduledEvent('U%d' % len(events), rng.choice(['Reboot', 'Redeploy']), 'User',
+                                  [vms.pop(), FOREIGN_VM], appear, appear + rng.uniform(3000, 4000))
+            user.impact_seconds = rng.uniform(20, 240)
+            user.linger = user.impact_seconds + rng.uniform(0, 600)
+            events.append(user)
+        if rng.random() < 0.8:
+            appear = T0 + rng.uniform(0, 1200)
+            event_type = rng.choice(['Freeze', 'Reboot', 'Redeploy'])
+            platform = ScheduledEvent('P%d' % len(events), event_type, 'Platform', [vms.pop()], appear,
+                                      appear + rng.uniform(300, 900))
+            platform.duration = 5 if event_type == 'Freeze' else -1
+            platform.impact_seconds = 5.0 if event_type == 'Freeze' else rng.uniform(20, 240)
+            platform.linger = platform.impact_seconds + rng.uniform(0, 600)
+            events.append(platform)
+    return events, {}, set(), {}, {}, rng
+
+
 class Run(object):
     """The playbook's rounds against the model: observe and plan, drain and verify, plan, approve and undrain.
 
@@ -247,10 +280,10 @@ class Run(object):
     slowest drain or verify task of the round.
     """
 
-    def __init__(self, seed, benign=False):
+    def __init__(self, seed, benign=False, schedule=None):
         self.seed = seed
         (self.events, silences, self.failing_drains, self.failing_approvals, self.failing_undrains,
-         self.rng) = generate(seed, benign)
+         self.rng) = schedule(seed) if schedule else generate(seed, benign)
         self.azure = AzureModel(self.events, silences)
         self.setup = make_setup()
         # The run's settings: the defaults where everything can go right,
@@ -519,6 +552,25 @@ def test_a_schedule_that_can_go_right_does(seed):
                  if outcome not in ('approved', 'cancelled'))
     if wrong:
         problems.append('outcomes other than approved or cancelled: %s' % wrong)
+    assert not problems, run.explain(problems)
+
+
+@pytest.mark.parametrize('seed', seeds(200000))
+def test_a_user_event_this_run_cannot_approve_costs_no_earlier_event_its_drain(seed):
+    run = Run(seed, benign=True, schedule=generate_waiting_user_events)
+    if seed % 2:
+        run.options['approve'] = False
+    run.play()
+    problems = final_problems(run)
+    hit = dict((event_id, sorted(hosts)) for event_id, hosts in run.hit_in_service.items())
+    if hit:
+        problems.append('hosts hit in service: %s' % hit)
+    # Prepared, then started by Azure (the User events name a VM outside the run) or approved.
+    wanted = {'U': ('foreign', 'started_by_azure'), 'P': ('started_by_azure',) if seed % 2 else ('approved',)}
+    wrong = dict((event_id, outcome) for event_id, outcome in run.outcomes().items()
+                 if outcome not in wanted[event_id[0]])
+    if wrong:
+        problems.append('outcomes other than %s: %s' % (wanted, wrong))
     assert not problems, run.explain(problems)
 
 
