@@ -143,3 +143,20 @@ def test_staged_goes_with_check_only(capsys):
     with pytest.raises(SystemExit):
         parse_arguments(['--staged'])
     assert '--staged goes with --check only' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('api_version, noted', [('2099-01-01', True), ('2020-07-01', False), ('2017-11-01', False)])
+def test_check_notes_an_api_version_this_release_does_not_know(config_dir, capsys, api_version, noted):
+    # Well formed, so accepted (Azure may publish new versions), but IMDS
+    # refuses one it does not have at every poll: --check says so up front.
+    from se_service.cli import EXIT_OK, run_check
+    hooks = config_dir / 'hooks.d'
+    hooks.mkdir(mode=0o755)
+    path = _write(config_dir / 'config.json', json.dumps({
+        'api_version': api_version, 'hooks_dir': str(hooks), 'state_file': str(config_dir / 'state.json')}))
+    assert run_check(path) == EXIT_OK
+    out = capsys.readouterr().out
+    assert 'configuration OK' in out
+    assert ('note: api-version %s is not one this release knows' % api_version in out) is noted
+    if noted:
+        assert '2020-07-01' in out and 'keep it only if Azure has published it' in out

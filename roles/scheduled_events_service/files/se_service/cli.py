@@ -49,6 +49,7 @@ def _fail(message):
 def run_check(config_path, staged=False):
     """Validate everything a start would need; print a summary (``staged``: see load_config)."""
     from .config import PHASES, ConfigError, load_config, validate_loopback_listen
+    from .core._se_document import API_VERSIONS
     from .hooks import check_hooks
     from .metrics import MetricsListenError, check_listen_address
     from .security import InsecureFileError
@@ -63,6 +64,12 @@ def run_check(config_path, staged=False):
     sys.stdout.write('configuration OK: %s\n' % config_path)
     sys.stdout.write('endpoint %s (api-version %s), poll every %s s\n'
                      % (config['endpoint'], config['api_version'], config['poll_interval']))
+    if config['api_version'] not in API_VERSIONS:
+        # Not an error: Azure may have published it since this release. But
+        # IMDS answers 400 to a version it does not have, at every poll.
+        sys.stdout.write('note: api-version %s is not one this release knows (%s); IMDS refuses a version it does '
+                         'not have, at every poll: keep it only if Azure has published it\n'
+                         % (config['api_version'], ', '.join(API_VERSIONS)))
     for phase in PHASES:
         sys.stdout.write('%s hooks: %s\n' % (phase, ', '.join(found[phase]) or 'none'))
     sys.stdout.write('approval rules: %s; otherwise %s%s\n'
