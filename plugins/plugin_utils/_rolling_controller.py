@@ -855,7 +855,7 @@ class _Round(object):
         too_big, full = [], []
         for group in record['groups']:
             info = self.setup['groups'][group]
-            mine = set(host for host in record['hosts'] if self.host_group[host] == group)
+            mine = self.hosts_in_group(record, group)
             if len(mine) > info['limit']:
                 too_big.append('%d hosts of %s (max_unavailable %s = %d)'
                                % (len(mine), group, info['max_unavailable'], info['limit']))
@@ -881,14 +881,15 @@ class _Round(object):
             return
         if full:
             self.move(record, 'no_capacity', PENDING)
-            if until is not None and until <= self.lead and self.make_room(record):
-                return
-            if until is not None and until <= self.lead:
+            if until is not None and until <= self.lead and not self.make_room(record):
                 self.warn(record, 'NotBefore %s is within the drain lead (%ds) and %s: it will start undrained '
                                   'unless capacity frees up' % (record.get('not_before'), self.lead, '; '.join(full)))
             return
         self.move(record, 'fits', DRAINING)
         self.start_drain(record)
+
+    def hosts_in_group(self, record, group):
+        return set(host for host in record['hosts'] if self.host_group[host] == group)
 
     def too_early(self, record):
         """Whether ``record`` is one this run does not approve, whose NotBefore is further away than the lead."""
@@ -941,11 +942,9 @@ class _Round(object):
         yielding_ids = set(other['event_id'] for other in yielding)
         for group in record['groups']:
             info = self.setup['groups'][group]
-            freed = set(host for other in yielding for host in other['hosts']
-                        if self.host_group.get(host) == group
-                        and all(holder['event_id'] in yielding_ids for holder in self.holders(host)))
-            mine = set(host for host in record['hosts'] if self.host_group[host] == group)
-            if len((self.out_hosts(group) - freed) | mine) > info['limit']:
+            freed = set(host for other in yielding for host in self.hosts_in_group(other, group)
+                        if all(holder['event_id'] in yielding_ids for holder in self.holders(host)))
+            if len((self.out_hosts(group) - freed) | self.hosts_in_group(record, group)) > info['limit']:
                 return False
         return True
 
