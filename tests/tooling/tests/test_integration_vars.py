@@ -28,7 +28,7 @@ def write_integration_vars(tmp_path, integration_vars=None, existing=None):
 
 
 @pytest.mark.parametrize('integration_vars, expected', [
-    ('role_test_daemon_suite=false', {'role_test_daemon_suite': False}),
+    ('role_test_older_core=true', {'role_test_older_core': True}),
     (' first=1  second=two ', {'first': 1, 'second': 'two'}),
 ])
 def test_each_pair_becomes_a_variable(tmp_path, integration_vars, expected):
