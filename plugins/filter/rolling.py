@@ -42,6 +42,9 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils
     observe,
     reconcile,
 )
+from ansible_collections.azure_maintenance.scheduled_events.plugins.plugin_utils._rolling_fleet import (
+    outside_allowed_refusal,
+)
 
 # What each phase of a round does on a host, and the actions whose results it reports.
 PHASE_ACTIONS = {'prepare': ('drain', 'verify'), 'release': ('approve', 'undrain')}
@@ -176,9 +179,13 @@ def rolling_results(actions, hostvars, phase, fact='_rolling_step'):
             if name == 'approve':
                 posted = reported.get('approved_ids')
                 posted = None if posted is None else set(event_id_key(event_id) for event_id in posted)
+                refused = dict((event_id_key(entry.get('event_id')), entry) for entry in reported.get('refused') or ()
+                               if isinstance(entry, Mapping))
                 for event_id in asked['approve']:
                     results['approve'][event_id] = error
-                    if not error and posted is not None and event_id_key(event_id) not in posted:
+                    if not error and event_id_key(event_id) in refused:
+                        results['approve'][event_id] = outside_allowed_refusal(refused[event_id_key(event_id)])
+                    elif not error and posted is not None and event_id_key(event_id) not in posted:
                         # The task left it alone: it had started (or gone)
                         # by then, so Azure started it, not this approval.
                         results.setdefault('not_approved', []).append(event_id)

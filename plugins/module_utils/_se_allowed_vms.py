@@ -105,14 +105,14 @@ def vm_places(events):
     return places
 
 
-def keep_allowed(plan, allowed_vms, by_ids, verb, places=None):
+def keep_allowed(plan, allowed_vms, fail, verb, places=None):
     """``plan`` without the events that name a VM outside ``allowed_vms`` (None: every VM is allowed).
 
-    With filters such an event is skipped as ``foreign_vms``. With event ids
-    (``by_ids``) the whole task fails (InvalidParameterError) before anything
-    is sent: the caller named the event as ready, so its VMs changed since it
-    looked, or the list is wrong, and silence would hide either. ``verb``
-    ("approved", "acknowledged") is what the message says was not done.
+    Such an event is skipped as ``foreign_vms``, or, when ``fail`` (the
+    selection's ``fails_outside_allowed``: events named by id, unless the
+    caller asked to skip them), the whole task fails (InvalidParameterError)
+    before anything is sent. ``verb`` ("approved", "acknowledged") is what
+    the message says was not done.
     """
     if allowed_vms is None:
         return plan
@@ -125,10 +125,10 @@ def keep_allowed(plan, allowed_vms, by_ids, verb, places=None):
             refused.append('%s (%s)' % (event['event_id'], why))
         else:
             approve.append(event)
-    if refused and by_ids:
+    if refused and fail:
         raise InvalidParameterError(
             'event_ids name events that also affect VMs outside allowed_vms: %s. An event is released for every VM '
             'in its Resources at once, so nothing was %s; add those VMs to allowed_vms once they are ready (as ARM '
-            'ids where one name has events in several resource groups), or leave the events out.'
-            % ('; '.join(refused), verb))
+            'ids where one name has events in several resource groups), or leave the events out (outside_allowed: '
+            'skip skips such events and goes on with the others).' % ('; '.join(refused), verb))
     return ApprovalPlan(approve, skipped)

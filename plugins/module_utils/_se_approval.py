@@ -26,6 +26,11 @@ MISSING_FAIL = 'fail'
 MISSING_IGNORE = 'ignore'
 MISSING_CHOICES = (MISSING_FAIL, MISSING_IGNORE)
 
+# What to do with an event named by id that names a VM outside allowed_vms.
+OUTSIDE_ALLOWED_FAIL = 'fail'
+OUTSIDE_ALLOWED_SKIP = 'skip'
+OUTSIDE_ALLOWED_CHOICES = (OUTSIDE_ALLOWED_FAIL, OUTSIDE_ALLOWED_SKIP)
+
 WAIT_NONE = 'none'
 WAIT_STARTED = 'started'
 WAIT_COMPLETED = 'completed'
@@ -53,9 +58,11 @@ class ApprovalSelection(object):
     without case or braces), in the order given.
     """
 
-    __slots__ = ('event_ids', 'event_types', 'event_sources', 'max_duration', 'scope', 'leader_only', 'missing')
+    __slots__ = ('event_ids', 'event_types', 'event_sources', 'max_duration', 'scope', 'leader_only', 'missing',
+                 'outside_allowed')
 
-    def __init__(self, event_ids, event_types, event_sources, max_duration, scope, leader_only, missing):
+    def __init__(self, event_ids, event_types, event_sources, max_duration, scope, leader_only, missing,
+                 outside_allowed=OUTSIDE_ALLOWED_FAIL):
         self.event_ids = event_ids
         self.event_types = event_types
         self.event_sources = event_sources
@@ -63,11 +70,22 @@ class ApprovalSelection(object):
         self.scope = scope
         self.leader_only = leader_only
         self.missing = missing
+        self.outside_allowed = outside_allowed
 
     @property
     def uses_filters(self):
         """True when events are chosen by filters rather than by id."""
         return self.event_ids is None
+
+    @property
+    def fails_outside_allowed(self):
+        """True when an event naming a VM outside allowed_vms fails the task, False when it is skipped.
+
+        Events named by id fail it unless ``outside_allowed`` is ``skip``: the
+        caller named them as ready, so silence would hide a change or a wrong
+        list. Events found by filters are always skipped.
+        """
+        return not self.uses_filters and self.outside_allowed == OUTSIDE_ALLOWED_FAIL
 
 
 class ApprovalPlan(object):
@@ -120,7 +138,8 @@ def _unique_event_ids(event_ids):
 
 
 def validate_selection(event_ids=None, event_types=None, event_sources=None, max_duration=None,
-                       scope=SCOPE_THIS_VM, leader_only=False, missing=MISSING_FAIL):
+                       scope=SCOPE_THIS_VM, leader_only=False, missing=MISSING_FAIL,
+                       outside_allowed=OUTSIDE_ALLOWED_FAIL):
     """Check selection options before any request; return an ApprovalSelection.
 
     Raises InvalidParameterError when ids are malformed, when ids and filters
@@ -131,6 +150,9 @@ def validate_selection(event_ids=None, event_types=None, event_sources=None, max
         raise InvalidParameterError('scope must be one of %s, got %r' % (', '.join(SCOPES), scope))
     if missing not in MISSING_CHOICES:
         raise InvalidParameterError('missing must be one of %s, got %r' % (', '.join(MISSING_CHOICES), missing))
+    if outside_allowed not in OUTSIDE_ALLOWED_CHOICES:
+        raise InvalidParameterError('outside_allowed must be one of %s, got %r'
+                                    % (', '.join(OUTSIDE_ALLOWED_CHOICES), outside_allowed))
     has_filters = bool(event_types) or bool(event_sources) or max_duration is not None
     if event_ids and has_filters:
         raise InvalidParameterError('event_ids cannot be combined with event_types, event_sources or max_duration: '
@@ -151,6 +173,7 @@ def validate_selection(event_ids=None, event_types=None, event_sources=None, max
         scope=scope,
         leader_only=bool(leader_only),
         missing=missing,
+        outside_allowed=outside_allowed,
     )
 
 

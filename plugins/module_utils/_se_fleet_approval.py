@@ -57,7 +57,8 @@ def plan_fleet_approval(events, selection, vm_names=None, allowed_vms=None, reso
     ``scope`` and ``leader_only`` rules hold exactly as over IMDS. With event
     ids, an event naming VMs outside ``allowed_vms`` fails the whole task
     (InvalidParameterError) before anything is acknowledged: the user named
-    it, so silence would hide a mistake; with filters it is skipped as
+    it, so silence would hide a mistake; with filters, or with ids and the
+    selection's ``outside_allowed`` set to ``skip``, it is skipped as
     ``foreign_vms``.
     """
     if resource_name is None and (selection.scope != SCOPE_ALL or selection.leader_only):
@@ -75,7 +76,7 @@ def plan_fleet_approval(events, selection, vm_names=None, allowed_vms=None, reso
         if entry['reason'] == SKIP_NOT_SCHEDULED and status_of.get(event_id_key(entry['event_id'])) in FINISHED:
             entry = dict(entry, reason=SKIP_FINISHED)
         skipped.append(entry)
-    return keep_allowed(ApprovalPlan(plan.approve, skipped), allowed_vms, not selection.uses_filters, 'acknowledged',
+    return keep_allowed(ApprovalPlan(plan.approve, skipped), allowed_vms, selection.fails_outside_allowed, 'acknowledged',
                         places)
 
 

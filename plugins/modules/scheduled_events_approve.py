@@ -100,7 +100,7 @@ options:
       - Checked against the events document read just before the approval, so it also holds when Azure added a VM
         to an event after you last looked. An event naming any other VM is never approved. With O(event_ids) the
         task fails before approving anything (the events were named as ready, so something changed, or the list is
-        wrong); with filters the event is skipped with reason V(foreign_vms).
+        wrong), unless O(outside_allowed=skip); with filters the event is skipped with reason V(foreign_vms).
       - An event whose C(Resources) is empty is never approved when this is set, as what it releases cannot be checked.
       - An IMDS event carries no resource group, so there an ARM id allows its VM's name. With O(via=arm) an ARM id
         allows that name only in its subscription and resource group, as in
@@ -115,6 +115,16 @@ options:
       - V(fail) fails the task before approving anything. V(ignore) skips it with reason V(gone).
     type: str
     choices: [fail, ignore]
+    default: fail
+  outside_allowed:
+    description:
+      - What to do with an event of O(event_ids) that names a VM outside O(allowed_vms).
+      - V(fail) fails the task before approving anything. V(skip) skips that event with reason V(foreign_vms) and
+        approves the others, for a caller that approves several events at once and handles each refusal by itself
+        (as the rolling maintenance playbook does).
+      - Events selected by filters are always skipped.
+    type: str
+    choices: [fail, skip]
     default: fail
   wait:
     description:
@@ -428,6 +438,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_allowed_vms import keep_allowed
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_approval import (
     MISSING_CHOICES,
+    OUTSIDE_ALLOWED_CHOICES,
     SCOPES,
     SKIP_NOT_LEADER,
     SKIP_NOT_THIS_VM,
@@ -486,6 +497,7 @@ def module_argument_spec():
         leader_only={'type': 'bool', 'default': False},
         allowed_vms={'type': 'list', 'elements': 'str'},
         missing={'type': 'str', 'choices': list(MISSING_CHOICES), 'default': 'fail'},
+        outside_allowed={'type': 'str', 'choices': list(OUTSIDE_ALLOWED_CHOICES), 'default': 'fail'},
         wait={'type': 'str', 'choices': list(WAIT_CHOICES), 'default': WAIT_NONE},
         wait_timeout={'type': 'float', 'default': DEFAULT_WAIT_TIMEOUT},
         poll_interval={'type': 'float', 'default': DEFAULT_POLL_INTERVAL},
@@ -533,7 +545,7 @@ class Approval(object):
         return self.within_allowed_vms(planned)
 
     def within_allowed_vms(self, plan):
-        return keep_allowed(plan, self.module.params.get('allowed_vms'), not self.selection.uses_filters, 'approved')
+        return keep_allowed(plan, self.module.params.get('allowed_vms'), self.selection.fails_outside_allowed, 'approved')
 
     def post(self, plan):
         """POST the plan's ids; return the plan actually approved (smaller if events vanished meanwhile)."""
@@ -650,7 +662,8 @@ def validated_selection(params):
     validate_wait_timeout(params['wait_timeout'])
     return validate_selection(event_ids=params['event_ids'], event_types=params['event_types'],
                               event_sources=params['event_sources'], max_duration=params['max_duration'],
-                              scope=params['scope'], leader_only=params['leader_only'], missing=params['missing'])
+                              scope=params['scope'], leader_only=params['leader_only'], missing=params['missing'],
+                              outside_allowed=params['outside_allowed'])
 
 
 def run_module(module, make_client=None):

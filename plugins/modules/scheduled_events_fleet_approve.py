@@ -53,7 +53,7 @@ options:
         (C(/subscriptions/.../resourceGroups/.../providers/Microsoft.Compute/virtualMachines/NAME)), which allows that
         name only for events of its subscription and resource group. An event naming any other VM is never
         acknowledged (with filters it is skipped with reason V(foreign_vms); with O(event_ids) the task fails before
-        acknowledging anything).
+        acknowledging anything, unless O(outside_allowed=skip)).
       - VM names are unique only within a resource group. A bare name that the events read place in more than one
         resource group allows none of them; give ARM ids, or limit O(resource_groups).
       - When this is set, an event whose C(Resources) is empty is never acknowledged (reason V(foreign_vms)), as what it
@@ -92,6 +92,16 @@ options:
         acknowledging anything; V(ignore) skips it with reason V(gone).
     type: str
     choices: [fail, ignore]
+    default: fail
+  outside_allowed:
+    description:
+      - What to do with an event of O(event_ids) that names a VM outside O(allowed_vms).
+      - V(fail) fails the task before acknowledging anything. V(skip) skips that event with reason V(foreign_vms) and
+        acknowledges the others, for a caller that acknowledges several events at once and handles each refusal by
+        itself (as the rolling maintenance playbook does).
+      - Events selected by filters are always skipped.
+    type: str
+    choices: [fail, skip]
     default: fail
   wait:
     description:
@@ -199,6 +209,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_approval import (
     MISSING_CHOICES,
+    OUTSIDE_ALLOWED_CHOICES,
     SCOPE_ALL,
     SKIP_ALREADY_STARTED,
     SKIP_GONE,
@@ -240,6 +251,7 @@ def module_argument_spec():
         'event_sources': {'type': 'list', 'elements': 'str', 'choices': ['Platform', 'User']},
         'max_duration': {'type': 'int'},
         'missing': {'type': 'str', 'default': 'fail', 'choices': list(MISSING_CHOICES)},
+        'outside_allowed': {'type': 'str', 'default': 'fail', 'choices': list(OUTSIDE_ALLOWED_CHOICES)},
         'wait': {'type': 'str', 'default': WAIT_NONE, 'choices': list(WAIT_CHOICES)},
         'wait_timeout': {'type': 'float', 'default': 1800.0},
         'poll_interval': {'type': 'float', 'default': 5.0},
@@ -328,7 +340,7 @@ class FleetApproval(object):
         """What the task selects; a fleet approval has no "this VM", so its scope is every VM."""
         params = self.params
         return validate_selection(params['event_ids'], params['event_types'], params['event_sources'],
-                                  params['max_duration'], SCOPE_ALL, False, params['missing'])
+                                  params['max_duration'], SCOPE_ALL, False, params['missing'], params['outside_allowed'])
 
     def plan(self, events, selection):
         return plan_fleet_approval(events, selection, self.params['vm_names'], self.params['allowed_vms'])

@@ -83,7 +83,8 @@ def fleet_parameters(params, identity):
         'subscriptions': scope['subscriptions'], 'resource_groups': scope['resource_groups'],
         'event_ids': params.get('event_ids'), 'event_types': params.get('event_types'),
         'event_sources': params.get('event_sources'), 'max_duration': params.get('max_duration'),
-        'allowed_vms': params.get('allowed_vms'), 'missing': params['missing'], 'wait': params['wait'], 'wait_timeout': params['wait_timeout'],
+        'allowed_vms': params.get('allowed_vms'), 'missing': params['missing'],
+        'outside_allowed': params['outside_allowed'], 'wait': params['wait'], 'wait_timeout': params['wait_timeout'],
         'poll_interval': max(params['poll_interval'], MIN_GRAPH_POLL_INTERVAL),
     })
     return fleet
@@ -103,7 +104,8 @@ class ThisVmArmApproval(scheduled_events_fleet_approve.FleetApproval):
     def selection(self):
         params = self.params
         selection = validate_selection(params['event_ids'], params['event_types'], params['event_sources'],
-                                       params['max_duration'], self.scope, self.leader_only, params['missing'])
+                                       params['max_duration'], self.scope, self.leader_only, params['missing'],
+                                       params['outside_allowed'])
         if selection.scope == SCOPE_ALL and selection.uses_filters:
             raise InvalidParameterError(
                 'via=arm with scope=all needs event_ids: Resource Graph does not show which VMs share this VM\'s '

@@ -38,7 +38,10 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_allowed_vms import parse_arm_vm_id
+from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_allowed_vms import (
+    SKIP_FOREIGN_VMS,
+    parse_arm_vm_id,
+)
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_graph import parse_arm_event_id
 from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils._se_select import event_id_key
 
@@ -205,6 +208,17 @@ def fleet_observation(read, identities, hosts, state=None):
     return observation, warnings
 
 
+def outside_allowed_refusal(skipped):
+    """What the planner notes of an event the approve task skipped as ``foreign_vms``.
+
+    The task was given the VMs the event named at the round's read (all
+    drained), so Azure has added a VM to it since: the next round drains that
+    VM before the event is approved again.
+    """
+    return 'refused: it now names %s, outside allowed_vms (the VMs it named when the round read it)' % (
+        ', '.join(str(name) for name in skipped.get('foreign_vms') or ()) or 'other VMs')
+
+
 def approval_results(approve, ack, now):
     """The planner's ``approve`` results from a scheduled_events_fleet_approve result.
 
@@ -228,6 +242,8 @@ def approval_results(approve, ack, now):
                 # Started, over or gone before the acknowledge: not this run's approval.
                 results['approve'][event_id] = ''
                 results.setdefault('not_approved', []).append(event_id)
+            elif key in skipped and skipped[key].get('reason') == SKIP_FOREIGN_VMS:
+                results['approve'][event_id] = 'not acknowledged through ARM: %s' % outside_allowed_refusal(skipped[key])
             elif key in skipped:
                 results['approve'][event_id] = 'not acknowledged through ARM (%s)' % skipped[key].get('reason')
             else:

@@ -108,6 +108,19 @@ def test_an_event_the_approve_task_left_alone_is_not_approved():
     assert released['approved_at'] == {'E1': 123.5} and released['not_approved'] == ['E2']
 
 
+def test_an_event_the_approve_task_refused_is_an_error_of_its_own():
+    # With outside_allowed: skip the task approves the leader's other events
+    # and lists the one Azure added a VM to among its skipped events.
+    actions = {'hosts': {'h0': {'drain': False, 'verify': False, 'approve': ['E1', 'E2'], 'undrain': False}}}
+    refused = {'event_id': 'e2', 'reason': 'foreign_vms', 'foreign_vms': ['vm_3']}
+    hostvars = {'h0': {'_rolling_step': {'approve': '', 'approved_at': '123.5', 'approved_ids': ['E1'],
+                                         'refused': [refused]}}}
+    released = rolling_results(actions, hostvars, 'release')
+    assert released['approve'] == {
+        'E1': '', 'E2': 'refused: it now names vm_3, outside allowed_vms (the VMs it named when the round read it)'}
+    assert released['approved_at'] == {'E1': 123.5} and 'not_approved' not in released
+
+
 def test_approval_time_is_when_the_post_was_answered():
     hostvars = {'h0': {'info': info('vm_0', [EVENT])}, 'h1': {'info': info('vm_1')}}
     first = rolling_reconcile(None, setup(), {}, hostvars=hostvars, result_key='info', answering=['h0', 'h1'], now=100)

@@ -106,11 +106,22 @@ def test_filter_values_are_matched_without_case():
     assert selection.event_sources == ['User']
 
 
-@pytest.mark.parametrize('option,value', [('scope', 'everything'), ('missing', 'skip')])
+@pytest.mark.parametrize('option,value', [('scope', 'everything'), ('missing', 'skip'), ('outside_allowed', 'ignore')])
 def test_unknown_scope_or_missing_mode_is_refused(option, value):
     with pytest.raises(InvalidParameterError) as caught:
         approval.validate_selection(event_types=['Freeze'], **{option: value})
     assert option in caught.value.message
+
+
+@pytest.mark.parametrize('options, fails', [
+    ({'event_ids': [FREEZE_SHARED]}, True),
+    ({'event_ids': [FREEZE_SHARED], 'outside_allowed': 'fail'}, True),
+    ({'event_ids': [FREEZE_SHARED], 'outside_allowed': 'skip'}, False),
+    ({'event_types': ['Freeze']}, False),
+    ({'event_types': ['Freeze'], 'outside_allowed': 'fail'}, False),
+])
+def test_an_event_outside_allowed_vms_fails_the_task_only_when_named_by_id_and_not_asked_to_skip(options, fails):
+    assert approval.validate_selection(**options).fails_outside_allowed is fails
 
 
 # --- selection by id ---------------------------------------------------------------------------

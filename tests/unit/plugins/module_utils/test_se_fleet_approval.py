@@ -31,6 +31,7 @@ from ansible_collections.azure_maintenance.scheduled_events.plugins.module_utils
 A = 'AAAAAAAA-0000-0000-0000-000000000001'
 B = 'BBBBBBBB-0000-0000-0000-000000000002'
 C = 'CCCCCCCC-0000-0000-0000-000000000003'
+D = 'DDDDDDDD-0000-0000-0000-000000000004'
 
 
 def event(event_id, resources, status='Scheduled', event_type='Reboot', source='Platform', duration=-1):
@@ -71,6 +72,15 @@ def test_foreign_vms_fail_the_task_when_named_by_id():
         plan_fleet_approval(FLEET, selection(event_ids=[A]), allowed_vms=['web-0'])
     assert plan_fleet_approval(FLEET, selection(event_ids=[A.lower()]), allowed_vms=['WEB-0', 'web-1']).approve_ids \
         == [A]
+
+
+def test_foreign_vms_named_by_id_are_skipped_when_asked_and_the_others_acknowledged():
+    fleet = [event(A, ['web-0', 'web-1']), event(D, ['db-0'])]
+    plan = plan_fleet_approval(fleet, selection(event_ids=[A, D], outside_allowed='skip'), allowed_vms=['web-0', 'db-0'])
+    assert plan.approve_ids == [D]
+    assert plan.skipped == [{'event_id': A, 'reason': 'foreign_vms', 'foreign_vms': ['web-1']}]
+    with pytest.raises(InvalidParameterError, match='outside_allowed: skip'):
+        plan_fleet_approval(fleet, selection(event_ids=[A, D]), allowed_vms=['web-0', 'db-0'])
 
 
 def placed(event_id, resources, group, status='Scheduled'):

@@ -347,6 +347,16 @@ def test_allowed_vms_refuses_an_event_azure_grew_since_the_caller_looked(run, do
     assert not failed and result['approved'] == [FREEZE_SHARED]
 
 
+def test_allowed_vms_skips_an_event_azure_grew_and_approves_the_others_when_asked(run, document):
+    imds = ScriptedImds([document])
+    failed, result = run(imds, event_ids=[FREEZE_SHARED, USER_REBOOT], scope='all', allowed_vms=['WestNO_1'],
+                         outside_allowed='skip')
+    assert not failed and result['changed'] is True
+    assert result['approved'] == [USER_REBOOT]
+    assert result['skipped_events'] == [{'event_id': FREEZE_SHARED, 'reason': 'foreign_vms', 'foreign_vms': ['WestNO_0']}]
+    assert imds.posts == [{'StartRequests': [{'EventId': USER_REBOOT}]}]
+
+
 def test_allowed_vms_with_filters_skips_the_events_naming_other_vms(run, document):
     imds = ScriptedImds([document])
     failed, result = run(imds, event_types=['Freeze', 'Reboot'], scope='all', allowed_vms=['WestNO_1'])

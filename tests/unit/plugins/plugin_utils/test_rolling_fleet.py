@@ -133,12 +133,14 @@ def test_statuses_only_arm_shows_are_told_as_imds_would():
 def test_approval_results_from_the_acknowledge_result():
     approve = {'w0': ['A', 'B'], 'w1': ['C', 'D']}
     ack = {'approved': ['a'], 'skipped_events': [{'event_id': 'B', 'reason': 'already_started'},
-                                                 {'event_id': 'C', 'reason': 'foreign_vms'}],
+                                                 {'event_id': 'C', 'reason': 'foreign_vms', 'foreign_vms': ['web_1']}],
            'failed': True, 'msg': 'HTTP 500'}
     results = rf.approval_results(approve, ack, T0)
     assert results['approve']['A'] == '' and results['approved_at'] == {'A': T0}
     assert results['approve']['B'] == '' and results['not_approved'] == ['B']
-    assert 'foreign_vms' in results['approve']['C'] and 'HTTP 500' in results['approve']['D']
+    assert results['approve']['C'] == ('not acknowledged through ARM: refused: it now names web_1, outside allowed_vms '
+                                       '(the VMs it named when the round read it)')
+    assert 'HTTP 500' in results['approve']['D']
 
 
 def test_without_approvals_keeps_every_other_action():
