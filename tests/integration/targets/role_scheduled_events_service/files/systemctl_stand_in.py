@@ -12,7 +12,8 @@ manager would know in a JSON state file:
 - every call, in order.
 
 Everything it tracks is named by the JSON file in the FAKE_SYSTEMCTL environment variable:
-{"state": path, "unit": name, "unit_file": path, "program": [paths], "config": path, "headers": path}.
+{"state": path, "unit": name, "unit_file": path, "program": [paths], "config": path, "headers": path}, and
+"fail": [verbs] makes those verbs fail as systemctl does when the service's process exits at once.
 
 `systemctl_stand_in.py --report` prints the state and what is installed now, for the test to compare.
 """
@@ -107,6 +108,11 @@ def act(settings, state, verb):
         return 0, '', ''
     if not known:
         return 5, '', 'Failed to %s %s: Unit %s not found.\n' % (verb, name, name)
+    if verb in settings.get('fail', ()):
+        state['active'] = False
+        state['running'] = None
+        return 1, '', ('Job for %s failed because the control process exited with error code.\nSee "systemctl status '
+                       '%s" and "journalctl -xeu %s" for details.\n' % (name, name, name))
     if verb in ('start', 'restart'):
         if verb == 'restart' or not state['active']:
             start(settings, state)
