@@ -76,3 +76,4 @@ install_debian_packages
 create_venv
 install_requirements
 "${VENV_PYTHON}" "${TOOLING_DIR}/seed_ansible_test_pip.py"
+make_ansible_test_key_pair

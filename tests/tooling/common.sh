@@ -81,3 +81,23 @@ write_integration_vars() {
     done
     echo "integration: variables for every target: ${INTEGRATION_VARS}"
 }
+
+# ansible-test integration makes ~/.ansible/test/id_rsa on its first run, with
+# ssh-keygen, which asks before overwriting and so fails when another
+# ansible-test (another stage of make test, every core of the matrix) made it
+# a moment before. bootstrap.sh makes it once, before any stage starts, as
+# ansible-test makes it (PEM, with the RSA header paramiko reads); a lock keeps
+# two bootstraps of one HOME from making it together.
+make_ansible_test_key_pair() {
+    local folder="${HOME}/.ansible/test"
+    mkdir -p "${folder}"
+    (
+        flock 9
+        if [[ ! -f "${folder}/id_rsa" || ! -f "${folder}/id_rsa.pub" ]]; then
+            rm -f "${folder}/id_rsa" "${folder}/id_rsa.pub"
+            ssh-keygen -m PEM -q -t rsa -N '' -f "${folder}/id_rsa"
+            sed -i -E 's/(BEGIN|END) PRIVATE KEY/\1 RSA PRIVATE KEY/' "${folder}/id_rsa"
+            echo "ansible-test's SSH key pair: made in ${folder}"
+        fi
+    ) 9>"${folder}/.key-pair.lock"
+}
