@@ -49,7 +49,7 @@ def digest_of(path):
 
 
 def installed(settings):
-    """What a service started now would run: the files on disk, and the unit as systemd has loaded it."""
+    """What a service started now would run of the files on disk (the unit comes from what systemd loaded)."""
     return {'program': [digest_of(path) for path in settings['program']],
             'config': digest_of(settings['config']),
             'headers': digest_of(settings['headers'])}
