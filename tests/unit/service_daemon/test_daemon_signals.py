@@ -6,6 +6,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -47,3 +48,108 @@ def test_signals_arriving_while_the_main_thread_holds_an_event_lock_are_acted_on
                             capture_output=True, text=True, timeout=HANG_LIMIT_SECONDS, check=False)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {'reload': True, 'stop': True, 'second stop': True, 'woken': True}
+
+
+# The command line's start: the configuration and state are being read when
+# the signals arrive (the first load_config sends them to its own process).
+# Before the relay was installed first, a SIGHUP there took Python's default
+# action and ended the process.
+STARTING_CHILD = r'''
+import os, signal, sys
+sys.path.insert(0, sys.argv[1])
+from se_service import cli, config as config_module
+
+work, early = sys.argv[2], [getattr(signal, name) for name in sys.argv[3].split(',')]
+real_load_config = config_module.load_config
+loaded = []
+
+def load_config_while_signalled(path, **kwargs):
+    if not loaded:
+        for signum in early:
+            os.kill(os.getpid(), signum)
+    loaded.append(path)
+    return real_load_config(path, **kwargs)
+
+config_module.load_config = load_config_while_signalled
+sys.exit(cli.run_service(os.path.join(work, 'config.json')))
+'''
+
+
+def start_while_signalled(work, early_signals):
+    """The service started by the command line, sent ``early_signals`` while it loads its configuration."""
+    hooks = work / 'hooks'
+    for phase in ('prepare', 'started', 'recover'):
+        (hooks / phase).mkdir(parents=True)
+    # Nothing listens on port 9 of loopback: polls fail at once, which the service logs and survives.
+    (work / 'config.json').write_text(json.dumps({
+        'endpoint': 'http://127.0.0.1:9/metadata/scheduledevents', 'resource_name': 'vm0', 'poll_interval': 1,
+        'state_file': str(work / 'state.json'), 'hooks_dir': str(hooks), 'log': {'format': 'text', 'level': 'info'}}))
+    return subprocess.Popen([sys.executable, '-c', STARTING_CHILD, ROLE_FILES, str(work), ','.join(early_signals)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def output_until(process, wanted):
+    """The child's output up to the first line containing ``wanted`` (all of it if the child ends first)."""
+    lines = []
+    for line in process.stdout:
+        lines.append(line)
+        if wanted in line:
+            break
+    return ''.join(lines)
+
+
+def test_a_reload_asked_while_the_service_starts_is_a_reload_once_it_runs(tmp_path):
+    process = start_while_signalled(tmp_path, ['SIGHUP', 'SIGHUP'])
+    try:
+        started = output_until(process, 'configuration reloaded from')
+        assert process.poll() is None, 'the service ended at start (status %s):\n%s' % (process.returncode, started)
+        process.send_signal(signal.SIGTERM)
+        rest, dummy = process.communicate(timeout=HANG_LIMIT_SECONDS)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=HANG_LIMIT_SECONDS)
+    assert process.returncode == 0, started + rest
+    assert 'stopped; state saved' in rest
+
+
+def test_a_stop_asked_while_the_service_starts_stops_it_cleanly_once_it_runs(tmp_path):
+    process = start_while_signalled(tmp_path, ['SIGHUP', 'SIGTERM'])
+    try:
+        output, dummy = process.communicate(timeout=HANG_LIMIT_SECONDS)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=HANG_LIMIT_SECONDS)
+    assert process.returncode == 0, output
+    assert 'stopped; state saved' in output
+    assert json.loads((tmp_path / 'state.json').read_text())['events'] == {}
+
+
+# The relay alone: what it kept before it had actions is acted on once each, in order.
+RELAY_CHILD = r'''
+import json, os, signal, sys, time
+sys.path.insert(0, sys.argv[1])
+from se_service.signals import SignalRelay
+
+relay = SignalRelay()
+relay.install()
+for signum in (signal.SIGHUP, signal.SIGTERM, signal.SIGHUP):
+    os.kill(os.getpid(), signum)
+deadline = time.monotonic() + 20
+while len(relay.kept) < 2 and time.monotonic() < deadline:
+    time.sleep(0.01)
+acted = []
+kept = relay.act_with({signal.SIGHUP: lambda: acted.append('reload'), signal.SIGTERM: lambda: acted.append('stop')})
+os.kill(os.getpid(), signal.SIGHUP)
+while len(acted) < 3 and time.monotonic() < deadline:
+    time.sleep(0.01)
+print(json.dumps({'kept': [signal.Signals(signum).name for signum in kept], 'acted': acted}))
+'''
+
+
+def test_signals_the_relay_kept_before_it_had_actions_are_acted_on_once_each_in_order():
+    result = subprocess.run([sys.executable, '-c', RELAY_CHILD, ROLE_FILES],
+                            capture_output=True, text=True, timeout=HANG_LIMIT_SECONDS, check=False)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {'kept': ['SIGHUP', 'SIGTERM'], 'acted': ['reload', 'stop', 'reload']}

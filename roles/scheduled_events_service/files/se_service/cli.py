@@ -126,6 +126,11 @@ def run_once(config_path):
 
 
 def run_service(config_path):
+    # First, before anything is loaded: a reload or stop asked for while the
+    # service starts is kept and acted on once it runs, not the end of it.
+    from .signals import SignalRelay
+    signal_relay = SignalRelay()
+    signal_relay.install()
     from .config import PHASES, ConfigError, load_config
     from .engine import Service
     from .hooks import check_hooks
@@ -154,7 +159,7 @@ def run_service(config_path):
     except StateError as exc:
         logger.error('not starting: %s. Without its state the service would run hooks again after a restart.', exc)
         return EXIT_CONFIG
-    service.install_signal_handlers()
+    service.install_signal_handlers(signal_relay)
     try:
         return service.run()
     except KeyboardInterrupt:

@@ -47,6 +47,7 @@ from .reconcile import (
     retire_finished,
 )
 from .security import InsecureFileError
+from .signals import SignalRelay
 from .state import HISTORY_LIMIT, StateError, load_state, save_state
 
 # Polls after throttling (429) or a server error (5xx) back off up to this (or
@@ -81,53 +82,6 @@ def error_kind(exc):
 
 def _iso_now():
     return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
-
-
-def _noop_handler(signum, frame):
-    """Installed so the signal does not kill the process; SignalRelay does the work."""
-
-
-class SignalRelay(object):
-    """Runs the action of each signal received in a thread of its own.
-
-    A Python signal handler runs in the main thread between two bytecodes,
-    possibly while that very thread holds the lock of the Event the handler
-    would set (inside ``wake.wait()`` or ``wake.clear()``, a non-reentrant
-    lock): setting it there waits for ever, and SIGTERM never stops the
-    daemon. So no Python code runs in the handler: the interpreter writes
-    each signal's number to a pipe (``signal.set_wakeup_fd``), and this
-    thread reads it and acts, taking locks like any other thread.
-    """
-
-    def __init__(self, actions):
-        self.actions = dict(actions)
-        self._read_end, self._write_end = os.pipe()
-        os.set_blocking(self._write_end, False)
-        self._thread = threading.Thread(target=self._run, name='signals')
-        self._thread.daemon = True
-
-    def install(self):
-        """Install the handlers and start the thread (main thread only, like ``signal.signal``)."""
-        for signum in self.actions:
-            signal.signal(signum, _noop_handler)
-        try:
-            signal.set_wakeup_fd(self._write_end, warn_on_full_buffer=False)
-        except TypeError:  # Python 3.6: no such keyword
-            signal.set_wakeup_fd(self._write_end)
-        self._thread.start()
-
-    def _run(self):
-        while True:
-            try:
-                received = os.read(self._read_end, 64)
-            except InterruptedError:
-                continue
-            if not received:
-                return
-            for signum in bytearray(received):
-                action = self.actions.get(signum)
-                if action is not None:
-                    action()
 
 
 class Service(object):
@@ -259,11 +213,20 @@ class Service(object):
         self.reload_requested.set()
         self.wake.set()
 
-    def install_signal_handlers(self):
-        """Act on SIGTERM, SIGINT (stop) and SIGHUP (reload) from a thread of the relay, never inside a handler."""
-        self.signal_relay = SignalRelay({signal.SIGTERM: self.on_stop_signal, signal.SIGINT: self.on_stop_signal,
-                                         signal.SIGHUP: self.on_reload_signal})
-        self.signal_relay.install()
+    def install_signal_handlers(self, relay=None):
+        """Act on SIGTERM, SIGINT (stop) and SIGHUP (reload) from a thread of the relay, never inside a handler.
+
+        ``relay``: one the command line installed before the service was
+        built; the signals it kept until now are acted on at once.
+        """
+        if relay is None:
+            relay = SignalRelay()
+            relay.install()
+        self.signal_relay = relay
+        kept = relay.act_with({signal.SIGTERM: self.on_stop_signal, signal.SIGINT: self.on_stop_signal,
+                               signal.SIGHUP: self.on_reload_signal})
+        for signum in kept:
+            self.logger.info('%s came while the service was starting: acting on it now', signal.Signals(signum).name)
 
     def reload(self):
         """Re-read the configuration; keep the running one if the new one is unusable."""
