@@ -75,5 +75,6 @@ banner "bootstrap"
 install_debian_packages
 create_venv
 install_requirements
+install_zip_compile_cache "${VENV_DIR}"
 "${VENV_PYTHON}" "${TOOLING_DIR}/seed_ansible_test_pip.py"
 make_ansible_test_key_pair

@@ -101,3 +101,19 @@ make_ansible_test_key_pair() {
         fi
     ) 9>"${folder}/.key-pair.lock"
 }
+
+# install_zip_compile_cache VENV: the venv's Python keeps what it compiles from
+# zip archives (every module run's AnsiballZ payload), as it keeps .pyc files
+# for other imports: tests/tooling/zip_compile_cache.py, installed at start-up
+# by a .pth line. Test venvs only; quick when already there.
+install_zip_compile_cache() {
+    local venv="$1" site_packages
+    site_packages="$("${venv}/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    if ! cmp -s "${TOOLING_DIR}/zip_compile_cache.py" "${site_packages}/_azure_maintenance_zip_compile_cache.py"; then
+        cp "${TOOLING_DIR}/zip_compile_cache.py" "${site_packages}/_azure_maintenance_zip_compile_cache.py.new"
+        mv "${site_packages}/_azure_maintenance_zip_compile_cache.py.new" \
+            "${site_packages}/_azure_maintenance_zip_compile_cache.py"
+    fi
+    printf 'import _azure_maintenance_zip_compile_cache; _azure_maintenance_zip_compile_cache.install()\n' \
+        >"${site_packages}/_azure_maintenance_zip_compile_cache.pth"
+}

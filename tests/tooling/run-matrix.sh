@@ -76,6 +76,7 @@ prepare_core_venv() {
     local core="$1" venv
     venv="$(core_venv "${core}")"
     prepare_tool_venv "${venv}" "ansible-core ${core}" "ansible-core==${core}.*" -r "${MATRIX_REQUIREMENTS}"
+    install_zip_compile_cache "${venv}"
     # ansible-test bootstraps pip into its own venvs from this cache (see the script); quick when seeded.
     "${venv}/bin/python" "${TOOLING_DIR}/seed_ansible_test_pip.py" --pip-python "${VENV_PYTHON}"
 }
