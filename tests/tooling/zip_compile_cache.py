@@ -15,8 +15,7 @@ file name of this run's archive (tracebacks name the right file).
 
 Installed into the project's test venvs only (``install_zip_compile_cache``
 in tests/tooling/common.sh: this file and a ``.pth`` line that imports it and
-calls ``install``);
-never part of the collection. The cache is ``zip-compile-cache`` in the venv
+calls ``install``); never part of the collection. The cache is ``zip-compile-cache`` in the venv
 (``AZURE_MAINTENANCE_ZIP_COMPILE_CACHE`` names another folder; empty turns it
 off). Anything unusable in it (a half-written or foreign file) is compiled
 again and replaced; a folder that cannot be written only means no caching.
@@ -62,14 +61,15 @@ def _fix_file_name(code, pathname):
 
 def make_room(folder):
     """Halve ``folder`` (the least recently written entries go) once it holds MAX_ENTRIES."""
+    # Counted first: each entry's time is read only when some must go.
+    if len(os.listdir(folder)) < MAX_ENTRIES:
+        return
     entries = []
     for entry in os.scandir(folder):
         try:
             entries.append((entry.stat().st_mtime, entry.path))
         except OSError:
             continue
-    if len(entries) < MAX_ENTRIES:
-        return
     for dummy, path in sorted(entries)[:len(entries) // 2]:
         try:
             os.unlink(path)

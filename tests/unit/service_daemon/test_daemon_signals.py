@@ -4,11 +4,13 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Signals reach the daemon's loop whatever its main thread holds when they arrive."""
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 
 
 ROLE_FILES = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'roles',
@@ -75,8 +77,12 @@ sys.exit(cli.run_service(os.path.join(work, 'config.json')))
 '''
 
 
-def start_while_signalled(work, early_signals):
-    """The service started by the command line, sent ``early_signals`` while it loads its configuration."""
+@contextlib.contextmanager
+def started_while_signalled(work, early_signals):
+    """The service started by the command line, sent ``early_signals`` while it loads its configuration.
+
+    Killed after HANG_LIMIT_SECONDS whatever the test is waiting for (its output ends then), and at the end.
+    """
     hooks = work / 'hooks'
     for phase in ('prepare', 'started', 'recover'):
         (hooks / phase).mkdir(parents=True)
@@ -84,8 +90,17 @@ def start_while_signalled(work, early_signals):
     (work / 'config.json').write_text(json.dumps({
         'endpoint': 'http://127.0.0.1:9/metadata/scheduledevents', 'resource_name': 'vm0', 'poll_interval': 1,
         'state_file': str(work / 'state.json'), 'hooks_dir': str(hooks), 'log': {'format': 'text', 'level': 'info'}}))
-    return subprocess.Popen([sys.executable, '-c', STARTING_CHILD, ROLE_FILES, str(work), ','.join(early_signals)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen([sys.executable, '-c', STARTING_CHILD, ROLE_FILES, str(work), ','.join(early_signals)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    watchdog = threading.Timer(HANG_LIMIT_SECONDS, process.kill)
+    watchdog.start()
+    try:
+        yield process
+    finally:
+        watchdog.cancel()
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=HANG_LIMIT_SECONDS)
 
 
 def output_until(process, wanted):
@@ -99,28 +114,18 @@ def output_until(process, wanted):
 
 
 def test_a_reload_asked_while_the_service_starts_is_a_reload_once_it_runs(tmp_path):
-    process = start_while_signalled(tmp_path, ['SIGHUP', 'SIGHUP'])
-    try:
+    with started_while_signalled(tmp_path, ['SIGHUP', 'SIGHUP']) as process:
         started = output_until(process, 'configuration reloaded from')
         assert process.poll() is None, 'the service ended at start (status %s):\n%s' % (process.returncode, started)
         process.send_signal(signal.SIGTERM)
         rest, dummy = process.communicate(timeout=HANG_LIMIT_SECONDS)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate(timeout=HANG_LIMIT_SECONDS)
     assert process.returncode == 0, started + rest
     assert 'stopped; state saved' in rest
 
 
 def test_a_stop_asked_while_the_service_starts_stops_it_cleanly_once_it_runs(tmp_path):
-    process = start_while_signalled(tmp_path, ['SIGHUP', 'SIGTERM'])
-    try:
+    with started_while_signalled(tmp_path, ['SIGHUP', 'SIGTERM']) as process:
         output, dummy = process.communicate(timeout=HANG_LIMIT_SECONDS)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate(timeout=HANG_LIMIT_SECONDS)
     assert process.returncode == 0, output
     assert 'stopped; state saved' in output
     assert json.loads((tmp_path / 'state.json').read_text())['events'] == {}
