@@ -47,15 +47,18 @@ requirements_fingerprint() {
 }
 
 create_venv() {
+    local python
+    python="$(base_python)"
     # An existing venv is kept even when stale (other shells may be using it):
-    # pip brings it up to date below. Only one that cannot run is rebuilt.
+    # pip brings it up to date below. Only one that cannot run, or that was
+    # made from another interpreter than base_python picks now, is rebuilt.
     if [[ -x "${VENV_PYTHON}" ]] && "${VENV_PYTHON}" -c 'import pip' 2>/dev/null; then
-        return
+        venv_made_from_base_python "${VENV_DIR}" && return 0
+        echo "Rebuilding ${VENV_DIR}: it was made from another interpreter than ${python}"
     fi
-    command -v python3 >/dev/null || die "python3 is not installed: apt-get install python3 python3-venv"
-    echo "Creating ${VENV_DIR} with $(command -v python3) ($(python3 --version))"
+    echo "Creating ${VENV_DIR} with ${python} ($("${python}" --version))"
     rm -rf "${VENV_DIR}"
-    python3 -m venv "${VENV_DIR}"
+    "${python}" -m venv "${VENV_DIR}" || die "${python} -m venv failed: on Debian, apt-get install python3-venv"
 }
 
 install_requirements() {
@@ -73,6 +76,10 @@ install_requirements() {
 
 banner "bootstrap"
 install_debian_packages
+# Two runs bootstrapping one checkout at once: the second waits, then finds
+# the venv ready.
+exec {venv_lock}>"${VENV_DIR}.lock"
+flock "${venv_lock}"
 create_venv
 install_requirements
 install_zip_compile_cache "${VENV_DIR}"

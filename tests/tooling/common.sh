@@ -24,6 +24,50 @@ require_venv() {
     [[ -x "${VENV_PYTHON}" ]] || die "${VENV_DIR} is missing: run 'make bootstrap' first."
 }
 
+# The oldest Python the test venvs may be made from (ansible-core 2.19's
+# controller floor), and the distribution's interpreter (the python3 package
+# debian-packages.txt installs; a variable for tests/tooling/tests).
+BASE_PYTHON_FLOOR="3.11"
+DISTRIBUTION_PYTHON="${DISTRIBUTION_PYTHON:-/usr/bin/python3}"
+
+# Prints the interpreter every test venv (.venv, the matrix and docs venvs) is
+# made from: AZURE_MAINTENANCE_PYTHON when set; else the distribution's
+# python3 when it is recent enough; else python3 on PATH. The distribution's
+# before PATH's because PATH may lead to a build without profile-guided
+# optimisation (pyenv builds so unless told otherwise), which ran the unit
+# tests 10-18 % slower here (docs/development.md has the figures).
+base_python() {
+    local candidate
+    if [[ -n "${AZURE_MAINTENANCE_PYTHON:-}" ]]; then
+        candidate="$(command -v "${AZURE_MAINTENANCE_PYTHON}")" \
+            || die "AZURE_MAINTENANCE_PYTHON=${AZURE_MAINTENANCE_PYTHON} is not an interpreter this shell can run"
+        python_is_recent_enough "${candidate}" \
+            || die "AZURE_MAINTENANCE_PYTHON=${AZURE_MAINTENANCE_PYTHON} is older than Python ${BASE_PYTHON_FLOOR} or does not run: name another"
+    elif [[ -x "${DISTRIBUTION_PYTHON}" ]] && python_is_recent_enough "${DISTRIBUTION_PYTHON}"; then
+        candidate="${DISTRIBUTION_PYTHON}"
+    else
+        candidate="$(command -v python3)" || die "python3 is not installed: apt-get install python3 python3-venv"
+        python_is_recent_enough "${candidate}" \
+            || die "${candidate} is older than Python ${BASE_PYTHON_FLOOR}: install a newer one or name it in AZURE_MAINTENANCE_PYTHON"
+    fi
+    printf '%s\n' "${candidate}"
+}
+
+python_is_recent_enough() {
+    "$1" -c "import sys; sys.exit(sys.version_info[:2] < tuple(map(int, '${BASE_PYTHON_FLOOR}'.split('.'))))" \
+        2>/dev/null
+}
+
+# Whether the venv VENV runs and was made from $(base_python) (symbolic links
+# resolved on both sides): a venv made from another interpreter is rebuilt.
+venv_made_from_base_python() {
+    local made_from wanted
+    made_from="$("$1/bin/python" -c 'import os, sys; print(os.path.realpath(sys._base_executable))' 2>/dev/null)" \
+        || return 1
+    wanted="$(realpath "$(base_python)")" || return 1
+    [[ -n "${made_from}" && "${made_from}" == "${wanted}" ]]
+}
+
 # The X.Y version of the venv's Python; ansible-test runs only this version so
 # it never needs interpreters or containers the machine does not have.
 venv_python_version() {

@@ -7,7 +7,7 @@
 VENVS_DIR="${VENVS_DIR:-${REPO_ROOT}/build/venvs}"
 
 # prepare_tool_venv VENV LABEL PIP_INSTALL_ARGUMENTS...
-# Creates VENV with this machine's python3 and installs the arguments into it
+# Creates VENV with base_python (common.sh) and installs the arguments into it
 # with the project venv's pip, unless it already holds exactly them: a
 # fingerprint of the interpreter, the arguments and every requirement file
 # they name (-r FILE) is kept in the venv. Two runs from one checkout share the venv: the second waits for the
@@ -15,11 +15,12 @@ VENVS_DIR="${VENVS_DIR:-${REPO_ROOT}/build/venvs}"
 prepare_tool_venv() {
     local venv="$1" label="$2"
     shift 2
-    local stamp="${venv}/.tool-venv.sha256" wanted lock_fd argument previous=""
+    local stamp="${venv}/.tool-venv.sha256" wanted lock_fd argument previous="" python
     require_venv
+    python="$(base_python)"
     wanted="$(
         {
-            python3 -c 'import sys; print(sys.version)'
+            "${python}" -c 'import os, sys; print(sys.version, os.path.realpath(sys.executable))'
             for argument in "$@"; do
                 echo "${argument}"
                 [[ "${previous}" == "-r" ]] && sha256sum "${argument}"
@@ -33,13 +34,13 @@ prepare_tool_venv() {
     if [[ -f "${stamp}" && "$(cat "${stamp}")" == "${wanted}" ]]; then
         echo "${label}: venv up to date in ${venv}"
     else
-        echo "${label}: creating ${venv} with $(python3 --version)"
+        echo "${label}: creating ${venv} with ${python} ($("${python}" --version))"
         rm -rf "${venv}"
         # No pip of its own: ensurepip would install one from its wheel (about
         # 6 CPU-s a venv, compiling it). The project venv's pip installs into
         # it instead (pip --python, pip 22.3 and later); nothing run from a
         # tool venv needs pip.
-        python3 -m venv --without-pip "${venv}"
+        "${python}" -m venv --without-pip "${venv}"
         "${VENV_PYTHON}" -m pip --python "${venv}/bin/python" install --disable-pip-version-check --quiet "$@"
         # Written last, so an interrupted install is redone next time.
         printf '%s\n' "${wanted}" >"${stamp}"
