@@ -53,7 +53,7 @@ create_venv() {
     # pip brings it up to date below. Only one that cannot run, or that was
     # made from another interpreter than base_python picks now, is rebuilt.
     if [[ -x "${VENV_PYTHON}" ]] && "${VENV_PYTHON}" -c 'import pip' 2>/dev/null; then
-        venv_made_from_base_python "${VENV_DIR}" && return 0
+        venv_made_from "${VENV_DIR}" "${python}" && return 0
         echo "Rebuilding ${VENV_DIR}: it was made from another interpreter than ${python}"
     fi
     echo "Creating ${VENV_DIR} with ${python} ($("${python}" --version))"

@@ -58,13 +58,13 @@ python_is_recent_enough() {
         2>/dev/null
 }
 
-# Whether the venv VENV runs and was made from $(base_python) (symbolic links
-# resolved on both sides): a venv made from another interpreter is rebuilt.
-venv_made_from_base_python() {
+# venv_made_from VENV PYTHON: whether the venv VENV runs and was made from the
+# interpreter PYTHON (symbolic links resolved on both sides).
+venv_made_from() {
     local made_from wanted
     made_from="$("$1/bin/python" -c 'import os, sys; print(os.path.realpath(sys._base_executable))' 2>/dev/null)" \
         || return 1
-    wanted="$(realpath "$(base_python)")" || return 1
+    wanted="$(realpath "$2")" || return 1
     [[ -n "${made_from}" && "${made_from}" == "${wanted}" ]]
 }
 

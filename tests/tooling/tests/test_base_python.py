@@ -95,11 +95,11 @@ def test_a_venv_made_from_another_interpreter_is_told_apart(tmp_path):
     venv = tmp_path / 'venv'
     subprocess.run([sys.executable, '-m', 'venv', '--without-pip', str(venv)], check=True, timeout=120)
     base = os.path.realpath(getattr(sys, '_base_executable', sys.executable))
-    check = 'venv_made_from_base_python "{}" && echo same || echo other'
-    same = run_common(tmp_path, check.format(venv), AZURE_MAINTENANCE_PYTHON=base)
+    check = 'venv_made_from "{}" "{}" && echo same || echo other'
+    same = run_common(tmp_path, check.format(venv, base))
     assert same.stdout.strip() == 'same', same.stderr
     other = stand_in_python(tmp_path / 'other')
-    different = run_common(tmp_path, check.format(venv), AZURE_MAINTENANCE_PYTHON=str(other))
+    different = run_common(tmp_path, check.format(venv, other))
     assert different.stdout.strip() == 'other', different.stderr
-    broken = run_common(tmp_path, check.format(tmp_path / 'no-such-venv'), AZURE_MAINTENANCE_PYTHON=base)
+    broken = run_common(tmp_path, check.format(tmp_path / 'no-such-venv', base))
     assert broken.stdout.strip() == 'other', broken.stderr
