@@ -59,7 +59,7 @@ def test_runner_job_events_and_simulator_log(tmp_path, monkeypatch):
         stage.start_scenario(steps)
         # The clock is held when the hardware failure appears Started, until
         # web_5 has read it, so the job sees it however long its rounds take.
-        runner = stage.run_holding_starts(
+        runner = stage.run_pacing_clock(
             lambda: ansible_runner.run(private_data_dir=root, playbook='rolling.yml', quiet=True))
         events = list(runner.events)
         approvals = [approval for approval in stage.control.approvals() if approval['status'] == 200]

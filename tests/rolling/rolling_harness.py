@@ -92,6 +92,25 @@ DELETING_EVENT_TYPES = ('Preempt', 'Terminate')
 LINGER_SKIP_MARGIN = 0.5
 
 
+def only_lingering(events, now, impacts):
+    """The events in the document when every one of them has started and its impact has ended (they only
+    wait to leave it), else None. ``impacts``: ``[(real start, real end or None, vm, event id)]``."""
+    visible = [event for event in events if event['status'] in ('Scheduled', 'Started')]
+    if not visible or any(event['status'] != 'Started' for event in visible):
+        return None
+    if any(end is None for _start, end, _vm, _event_id in impacts):
+        return None
+    if any(parse_iso(event['impact_ends_at']) > now for event in visible):
+        return None
+    return visible
+
+
+def seconds_past_first_removal(events, now):
+    """Simulated seconds that take the clock just past the earliest removal of ``events``."""
+    earliest = min(parse_iso(event['removes_at']) for event in events)
+    return max(0.0, earliest - now) + LINGER_SKIP_MARGIN
+
+
 def linger_to_skip(events, now, impacts, last_steps, managed):
     """Simulated seconds that take the clock just past the earliest lingering event's removal, or None.
 
@@ -109,22 +128,36 @@ def linger_to_skip(events, now, impacts, last_steps, managed):
     ``last_steps``: ``{inventory host: its last recorded step}``;
     ``managed``: ``{vm name: inventory host}``.
     """
-    visible = [event for event in events if event['status'] in ('Scheduled', 'Started')]
-    if not visible or any(event['status'] != 'Started' for event in visible):
-        return None
-    if any(end is None for _start, end, _vm, _event_id in impacts):
+    visible = only_lingering(events, now, impacts)
+    if not visible:
         return None
     for event in visible:
-        if parse_iso(event['impact_ends_at']) > now:
-            return None
         if event['type'] in DELETING_EVENT_TYPES:
             continue
         for vm_name in event['resources']:
             host = managed.get(vm_name)
             if host is not None and last_steps.get(host) != 'undrain':
                 return None
-    earliest = min(parse_iso(event['removes_at']) for event in visible)
-    return max(0.0, earliest - now) + LINGER_SKIP_MARGIN
+    return seconds_past_first_removal(visible, now)
+
+
+def linger_to_skip_once_read(events, now, impacts, read_started, managed):
+    """Simulated seconds that take the clock just past the earliest lingering event's removal, or None: the
+    skip of ``linger_to_skip`` for runs whose steps are not recorded (the HAProxy e2e run, the AWX job).
+
+    There a host stays drained until its event leaves the document (no round
+    tells when a Freeze ends), so what makes the jump safe is that a round has
+    read each event Started (``read_started``: the ids of such events): the run
+    then takes its leaving for the end of its impact, as it would at Azure's
+    pace, never for a cancellation. Events that name no VM of the inventory
+    (``managed``: its VM names) are not the run's to read.
+    """
+    visible = only_lingering(events, now, impacts)
+    if not visible:
+        return None
+    if any(event['id'] not in read_started for event in visible if set(event['resources']) & set(managed)):
+        return None
+    return seconds_past_first_removal(visible, now)
 
 
 # Event types whose impact restarts the VM: it answers nothing until the impact ends.
@@ -244,6 +277,15 @@ def create_step(event_id, event_type, resources, **fields):
 
 def _epoch(text):
     return None if not text else parse_iso(text)
+
+
+def impacts_of(control):
+    """``[(real start, real end or None, vm, event id)]`` from the impact log of the simulator ``control`` drives."""
+    starts, ends = {}, {}
+    for entry in control.impacts():
+        key = (entry['vm'], entry['event_id'].lower())
+        (starts if entry['phase'] == 'start' else ends)[key] = _epoch(entry.get('real_time'))
+    return [(at, ends.get(key), key[0], key[1]) for key, at in sorted(starts.items(), key=lambda item: item[1])]
 
 
 class PlaybookRun:
@@ -604,11 +646,7 @@ class RollingWorld:
 
     def impacts(self):
         """``[(real start, real end or None, vm, event id)]`` from the simulator's impact log."""
-        starts, ends = {}, {}
-        for entry in self.control.impacts():
-            key = (entry['vm'], entry['event_id'].lower())
-            (starts if entry['phase'] == 'start' else ends)[key] = _epoch(entry.get('real_time'))
-        return [(at, ends.get(key), key[0], key[1]) for key, at in sorted(starts.items(), key=lambda item: item[1])]
+        return impacts_of(self.control)
 
     def approvals(self):
         """``[(real time, vm, [event ids])]`` of the successful approvals."""

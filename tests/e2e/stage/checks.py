@@ -26,7 +26,7 @@ def run_scenario(workdir, drain=True, approve=True, settle_seconds=1.0, steps=No
         scenario_started = time.time()
         # Whatever this machine's speed, the run sees every event Started
         # that it should (the hardware failure, the foreign Freeze).
-        code, log_path, seconds = stage.run_playbook_holding_starts(drain=drain, approve=approve)
+        code, log_path, seconds = stage.run_playbook_pacing_clock(drain=drain, approve=approve)
         quiet = stage.wait_until_quiet(120)
         time.sleep(settle_seconds)
         if load is not None:
@@ -35,6 +35,7 @@ def run_scenario(workdir, drain=True, approve=True, settle_seconds=1.0, steps=No
         result = {
             'stage': stage,
             'code': code, 'log': log_path, 'seconds': seconds, 'scenario_started': scenario_started,
+            'linger_skipped': stage.linger_skipped,
             'quiet': quiet,
             'load': load.summary() if load is not None else None,
             'approvals': [approval for approval in stage.control.approvals() if approval['status'] == 200],

@@ -29,7 +29,8 @@ if SIMULATOR_DIR not in sys.path:
 ROLLING_TESTS_DIR = os.path.join(COLLECTION_ROOT, 'tests', 'rolling')
 if ROLLING_TESTS_DIR not in sys.path:
     sys.path.insert(0, ROLLING_TESTS_DIR)
-from rolling_harness import ANSIBLE_TEST_CONFIG, collections_path, run_streaming  # noqa: E402 pylint: disable=wrong-import-position
+from rolling_harness import (  # noqa: E402 pylint: disable=wrong-import-position
+    ANSIBLE_TEST_CONFIG, collections_path, impacts_of, linger_to_skip_once_read, run_streaming)
 from imds_simulator.process import SimulatorProcess  # noqa: E402 pylint: disable=wrong-import-position
 
 GROUPS = {
@@ -107,8 +108,13 @@ def scenario_event_ids():
 class RollingStage:
     """Start with ``start()``, always ``stop()`` (or use it as a context manager)."""
 
-    def __init__(self, workdir, address='127.0.0.1', speed=12.0, with_haproxy=True, load_rate=60.0):
+    def __init__(self, workdir, address='127.0.0.1', speed=12.0, with_haproxy=True, load_rate=60.0, skip_linger=True):
         self.workdir = workdir
+        # Whether pace_clock_while skips the time handled events only linger
+        # in the document; the demo keeps it, as a run on Azure would.
+        self.skip_linger = skip_linger
+        # Simulated seconds the last paced run skipped.
+        self.linger_skipped = 0.0
         self.address = address
         self.speed = speed
         self.with_haproxy = with_haproxy and haproxy_binary() is not None
@@ -257,19 +263,19 @@ class RollingStage:
         code = run_streaming(command, self.ansible_env(), self.workdir, log_path, timeout=timeout, echo=echo)
         return code, log_path, time.time() - started
 
-    def run_playbook_holding_starts(self, timeout=900, **options):
-        """``run_playbook`` while the clock is held each time events start (``run_holding_starts``)."""
-        return self.run_holding_starts(lambda: self.run_playbook(timeout=timeout, **options), timeout)
+    def run_playbook_pacing_clock(self, timeout=900, **options):
+        """``run_playbook`` while ``pace_clock_while`` steers the simulated clock (``run_pacing_clock``)."""
+        return self.run_pacing_clock(lambda: self.run_playbook(timeout=timeout, **options), timeout)
 
-    def run_holding_starts(self, run, timeout=900):
-        """Call ``run`` (a playbook run, an ansible-runner job) in a thread while ``hold_starts_until_read``
-        holds the clock each time events start; return what it returned. For runs whose checks need the run
-        to have seen every event that started."""
+    def run_pacing_clock(self, run, timeout=900):
+        """Call ``run`` (a playbook run, an ansible-runner job) in a thread while ``pace_clock_while`` holds the
+        clock each time events start and skips what the run only waits out; return what it returned. For runs
+        whose checks need the run to have seen every event that started."""
         results = []
         player = threading.Thread(target=lambda: results.append(run()))
         player.start()
         try:
-            self.hold_starts_until_read(player.is_alive, timeout=timeout)
+            _held, self.linger_skipped = self.pace_clock_while(player.is_alive, timeout=timeout)
         finally:
             player.join(timeout + 60)
         if not results:
@@ -303,28 +309,43 @@ class RollingStage:
         return [entry['seq'] for entry in self.control.log(since=since, vm=vm_name)
                 if entry['method'] == 'GET' and entry['path'].startswith('/metadata/scheduledevents')]
 
-    def hold_starts_until_read(self, running, timeout=900):
-        """While ``running()`` (at most ``timeout`` real seconds): whenever events start, all but stop the
-        simulated clock until each of them has been read by one of its VMs in the inventory, then let the
-        clock go on at the stage's speed. Returns the ids of the events it held the clock for.
+    def pace_clock_while(self, running, timeout=900):
+        """While ``running()`` (at most ``timeout`` real seconds), steer the simulated clock so that what a run
+        sees does not depend on how fast this machine is, and it does not wait out what cannot matter:
 
-        An event stays Started 20 s at the stage's speed, then leaves. With two
-        test runs at once on two cores, a round took longer than that, and an
-        event that comes and goes between two reads cannot be seen: the run
-        took the foreign Freeze for cancelled and never saw the hardware
-        failure. Held, what the run sees does not depend on how fast this
-        machine is.
+        - whenever events start, all but stop the clock until each of them has
+          been read by one of its VMs in the inventory, then let it go on at
+          the stage's speed. An event stays Started 20 s at the stage's speed,
+          then leaves. With two test runs at once on two cores, a round took
+          longer than that, and an event that comes and goes between two
+          reads cannot be seen: the run took the foreign Freeze for cancelled
+          and never saw the hardware failure;
+        - once every event in the document has started, a round has read it
+          Started and its impact has ended, move the clock just past the
+          first one's removal (``linger_to_skip_once_read``): until then the
+          run only reads what does not change. A stage made with
+          ``skip_linger=False`` keeps the whole wait.
+
+        Returns ``(ids of the events it held the clock for, simulated seconds skipped)``.
         """
         managed = set(vm for vm, group, _avset, _domain, _port in self.vms if group is not None)
         deadline = time.monotonic() + timeout
         held = []
+        skipped = 0.0
         while running() and time.monotonic() < deadline:
+            state = self.control.state()
             starting = {}
-            for event in self.control.state()['events']:
+            for event in state['events']:
                 vms = set(event['resources']) & managed
                 if event['status'] == 'Started' and event['id'] not in held and vms:
                     starting[event['id']] = vms
             if not starting:
+                if self.skip_linger:
+                    seconds = linger_to_skip_once_read(state['events'], state['clock']['epoch'],
+                                                       impacts_of(self.control), held, managed)
+                    if seconds is not None:
+                        self.control.advance_clock(seconds)
+                        skipped += seconds
                 time.sleep(0.2)
                 continue
             self.control.set_speed(0.001)
@@ -339,7 +360,7 @@ class RollingStage:
             finally:
                 self.control.set_speed(self.speed)
             held.extend(sorted(starting))
-        return held
+        return held, skipped
 
     # -- stopping -----------------------------------------------------------
     def stop(self):

@@ -14,7 +14,8 @@ if ROLLING_TESTS_DIR not in sys.path:
     sys.path.insert(0, ROLLING_TESTS_DIR)
 
 from rolling_harness import (  # noqa: E402 pylint: disable=wrong-import-position
-    LINGER_SKIP_MARGIN, hosts_without_answer, linger_to_skip, restart_to_skip, scenario_steps_due)
+    LINGER_SKIP_MARGIN, hosts_without_answer, linger_to_skip, linger_to_skip_once_read, restart_to_skip,
+    scenario_steps_due)
 from imds_simulator.clock import format_iso  # noqa: E402 pylint: disable=wrong-import-position,wrong-import-order
 
 NOW = 1_000_000.0
@@ -120,3 +121,26 @@ def test_the_scenario_steps_still_to_come_at_a_time_of_their_own():
         {'done': False, 'at_seconds': None, 'after_removed': 'first'}]}
     assert scenario_steps_due(scenario) == [pytest.approx(NOW + 60)]
     assert scenario_steps_due(None) == []
+
+
+READ = {'E-Freeze-web_0', 'E-Reboot-web_1'}
+
+
+@pytest.mark.parametrize('events, impacts, read_started, expected', [
+    # Every event read Started by a round, impacts over: jump to just past the first removal, the hosts still
+    # drained (they wait for their event to leave).
+    ([event()], ENDED, READ, 30.0),
+    ([event(removes=50.0), event(kind='Reboot', resources=('web_1',), removes=20.0)], ENDED, READ, 20.0),
+    # An event no round has read Started yet: its leaving would look like a cancellation.
+    ([event(), event(kind='Reboot', resources=('web_1',))], ENDED, {'E-Freeze-web_0'}, None),
+    # An event of VMs outside the inventory is not the run's to read.
+    ([event(), event(resources=('partner_0',))], ENDED, READ, 30.0),
+    # As for linger_to_skip: something Scheduled, an impact going on, nothing in the document.
+    ([event(), event(status='Scheduled', resources=('web_1',))], ENDED, READ, None),
+    ([event(impact_ends=3.0)], ENDED, READ, None),
+    ([event()], ENDED + [(3.0, None, 'web_0', 'e')], READ, None),
+    ([], ENDED, READ, None),
+])
+def test_linger_to_skip_once_read(events, impacts, read_started, expected):
+    seconds = linger_to_skip_once_read(events, NOW, impacts, read_started, set(MANAGED))
+    assert seconds == (None if expected is None else expected + LINGER_SKIP_MARGIN)
