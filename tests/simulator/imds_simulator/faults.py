@@ -5,6 +5,7 @@ method, before any normal handling (throttle, header checks, documents).
 """
 
 import threading
+import time
 
 __all__ = ['FaultError', 'FaultRules', 'FAULT_KINDS', 'check_fault', 'path_kind']
 
@@ -84,6 +85,10 @@ class FaultRules:
         self._lock = threading.Lock()
         self._rules = []
         self._next_id = 1
+        # Counts the clears, so that a request held by a delay fault knows
+        # whether one came while it waited (see hold).
+        self._clears = 0
+        self._cleared = threading.Condition(self._lock)
 
     def add(self, rule):
         with self._lock:
@@ -115,5 +120,24 @@ class FaultRules:
             return [dict(rule) for rule in self._rules]
 
     def clear(self):
+        """Drop the pending rules and let the requests held by a delay fault go on at once."""
         with self._lock:
             self._rules = []
+            self._clears += 1
+            self._cleared.notify_all()
+
+    def hold(self, seconds):
+        """Hold a request for a delay fault: ``seconds`` real seconds, or until the faults are cleared.
+
+        A test that holds a request back to put something between it and its
+        answer clears the faults once that is done, instead of waiting out a
+        delay made long enough for the slowest machine.
+        """
+        deadline = time.monotonic() + seconds
+        with self._lock:
+            clears = self._clears
+            while self._clears == clears:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._cleared.wait(left)

@@ -148,7 +148,7 @@ class ImdsRequestHandler(JsonRequestHandler):
                 return fault['status'], {'error': 'Simulated redirect'}, (('Location', fault['location']),)
             if fault['kind'] == 'malformed':
                 return 200, self._truncated_body(vm, url.path), ()
-            time.sleep(fault['delay_seconds'])
+            world.faults.hold(fault['delay_seconds'])
         if world.throttled(vm):
             return 429, {'error': 'Too many requests'}, ()
         wait = world.admit(vm, scheduled_events=url.path == _SCHEDULED_EVENTS_PATH)

@@ -3,6 +3,7 @@
 import http.client
 import json
 import socket
+import threading
 import time
 
 import pytest
@@ -45,6 +46,29 @@ def test_delay_fault_answers_normally_after_the_delay(sim):
     started = time.monotonic()
     sim.get('vm0')
     assert time.monotonic() - started < 0.3
+
+
+def test_clearing_the_faults_lets_a_held_request_go_on_at_once(sim):
+    # A test holds a request back to put something between it and its
+    # answer, then clears the faults rather than waiting the delay out.
+    sim.control.add_fault('delay', delay_seconds=60)
+    answers = []
+    held = threading.Thread(target=lambda: answers.append(sim.get('vm0')), daemon=True)
+    held.start()
+    deadline = time.monotonic() + 30
+    while sim.control.faults() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sim.control.faults() == [], 'the request never met the fault'
+    assert held.is_alive() and answers == []
+    sim.control.clear_faults()
+    held.join(30)
+    assert not held.is_alive(), 'the held request was not let go when the faults were cleared'
+    assert answers[0].status == 200 and answers[0].json['DocumentIncarnation'] == 1
+    # A delay fault added after the clear holds its request again.
+    sim.control.add_fault('delay', delay_seconds=0.4)
+    started = time.monotonic()
+    assert sim.get('vm0').status == 200
+    assert time.monotonic() - started >= 0.35
 
 
 def test_malformed_fault_sends_truncated_json(sim):
