@@ -35,7 +35,6 @@ def run_scenario(workdir, drain=True, approve=True, settle_seconds=1.0, steps=No
         result = {
             'stage': stage,
             'code': code, 'log': log_path, 'seconds': seconds, 'scenario_started': scenario_started,
-            'linger_skipped': stage.linger_skipped,
             'quiet': quiet,
             'load': load.summary() if load is not None else None,
             'approvals': [approval for approval in stage.control.approvals() if approval['status'] == 200],

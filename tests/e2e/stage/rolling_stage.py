@@ -113,8 +113,6 @@ class RollingStage:
         # Whether pace_clock_while skips the time handled events only linger
         # in the document; the demo keeps it, as a run on Azure would.
         self.skip_linger = skip_linger
-        # Simulated seconds the last paced run skipped.
-        self.linger_skipped = 0.0
         self.address = address
         self.speed = speed
         self.with_haproxy = with_haproxy and haproxy_binary() is not None
@@ -275,7 +273,7 @@ class RollingStage:
         player = threading.Thread(target=lambda: results.append(run()))
         player.start()
         try:
-            _held, self.linger_skipped = self.pace_clock_while(player.is_alive, timeout=timeout)
+            self.pace_clock_while(player.is_alive, timeout=timeout)
         finally:
             player.join(timeout + 60)
         if not results:
@@ -326,12 +324,11 @@ class RollingStage:
           run only reads what does not change. A stage made with
           ``skip_linger=False`` keeps the whole wait.
 
-        Returns ``(ids of the events it held the clock for, simulated seconds skipped)``.
+        Returns the ids of the events it held the clock for.
         """
         managed = set(vm for vm, group, _avset, _domain, _port in self.vms if group is not None)
         deadline = time.monotonic() + timeout
         held = []
-        skipped = 0.0
         while running() and time.monotonic() < deadline:
             state = self.control.state()
             starting = {}
@@ -345,7 +342,6 @@ class RollingStage:
                                                        impacts_of(self.control), held, managed)
                     if seconds is not None:
                         self.control.advance_clock(seconds)
-                        skipped += seconds
                 time.sleep(0.2)
                 continue
             self.control.set_speed(0.001)
@@ -360,7 +356,7 @@ class RollingStage:
             finally:
                 self.control.set_speed(self.speed)
             held.extend(sorted(starting))
-        return held, skipped
+        return held
 
     # -- stopping -----------------------------------------------------------
     def stop(self):
