@@ -518,7 +518,7 @@ class RollingWorld:
         command = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', inventory, PLAYBOOK,
                    '-e', '@' + extra_path] + list(extra_args)
         started = time.time()
-        log_path = os.path.join(self.workdir, 'playbook_%d.log' % self.runs)
+        log_path = self.latest_log_path()
         run_env = self.ansible_env()
         for name, value in (env or {}).items():
             if value is None:
@@ -583,6 +583,24 @@ class RollingWorld:
             said_down[host] = now
         return offset + len(complete)
 
+    def run_playbook_watched(self, watch, timeout=600, **kwargs):
+        """Run the playbook (``kwargs`` as run_playbook takes them) while calling ``watch()`` about once a
+        second, until it returns true or the run ends; returns the PlaybookRun.
+
+        For a test that acts on the world (moves the clock, changes an
+        event) once the run has got somewhere, whatever the time that took.
+        """
+        runs, runs_before = [], self.runs
+        player = threading.Thread(target=lambda: runs.append(self.run_playbook(timeout=timeout, **kwargs)))
+        player.start()
+        deadline = time.monotonic() + timeout
+        # Not before the run has begun: output_so_far() would be an earlier run's.
+        while player.is_alive() and time.monotonic() < deadline and not (self.runs > runs_before and watch()):
+            time.sleep(1)
+        player.join(timeout)
+        assert runs, 'the playbook run did not end within %d s' % timeout
+        return runs[0]
+
     def run_playbook_passing_notice(self, approvable, drained_host, timeout=1500, **overrides):
         """Run the playbook; once every event of ``approvable`` is approved and ``drained_host`` drained (its
         only step so far), move the simulated clock just past Azure's notice, so that the events the run
@@ -591,19 +609,28 @@ class RollingWorld:
         The clock runs at real speed until then, so how fast this machine is
         does not decide whether an event can be drained in time.
         """
-        runs = []
-        player = threading.Thread(target=lambda: runs.append(self.run_playbook(timeout=timeout, **overrides)))
-        player.start()
         approvable = set(event_id.lower() for event_id in approvable)
-        deadline = time.monotonic() + timeout
-        while player.is_alive() and time.monotonic() < deadline:
+
+        def pass_the_notice_once_ready():
             drained = [step for _at, step in self.steps().get(drained_host, [])] == ['drain']
             if drained and approvable <= set(self.approvals_per_event()):
                 self.control.advance_clock(self.seconds_past_every_not_before())
-                break
-            time.sleep(1)
-        player.join(timeout)
-        return runs[0]
+                return True
+            return False
+
+        return self.run_playbook_watched(pass_the_notice_once_ready, timeout=timeout, **overrides)
+
+    def latest_log_path(self):
+        """The file the latest playbook run writes its output to."""
+        return os.path.join(self.workdir, 'playbook_%d.log' % self.runs)
+
+    def output_so_far(self):
+        """What the latest playbook run (running or ended) has printed so far."""
+        try:
+            with open(self.latest_log_path(), encoding='utf-8') as handle:
+                return handle.read()
+        except OSError:
+            return ''
 
     def seconds_past_every_not_before(self, margin=2.0):
         """Simulated seconds from now to just past the latest NotBefore of the Scheduled events.

@@ -33,15 +33,6 @@ def wait_until(predicate, thread, seconds):
     return predicate()
 
 
-def playbook_output(world):
-    """What the running playbook has printed so far."""
-    try:
-        with open(os.path.join(world.workdir, 'playbook_%d.log' % world.runs), encoding='utf-8') as handle:
-            return handle.read()
-    except OSError:
-        return ''
-
-
 def step_names(world, vm):
     return [step for _at, step in world.steps().get(inventory_name(vm), [])]
 
@@ -65,7 +56,7 @@ def test_an_event_azure_changes_while_it_waits_drains_the_hosts_it_gains(tmp_pat
             # Azure moves NotBefore, and once the run has seen that, moves it
             # again to a few seconds from now: the event starts then, unapproved.
             world.control.change_event(CHANGED, not_before_seconds=1200)
-            assert wait_until(lambda: 'Azure changed its NotBefore' in playbook_output(world), player, 600)
+            assert wait_until(lambda: 'Azure changed its NotBefore' in world.output_so_far(), player, 600)
             world.control.change_event(CHANGED, not_before_seconds=5)
         finally:
             player.join(900)
