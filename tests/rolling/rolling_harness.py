@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import threading
@@ -61,27 +62,52 @@ def collections_path(workdir):
 
 def run_streaming(command, env, cwd, log_path, timeout=600, echo=False):
     """Run ``command`` with its output going to ``log_path`` (and this process's stdout with ``echo``);
-    kill it after ``timeout`` seconds. Returns its exit code."""
-    started = time.time()
+    after ``timeout`` seconds, stop it and every process it started. Returns its exit code (negative when
+    it was stopped so, and the log's last line says so).
+
+    The deadline holds whether or not the run prints anything: a run that
+    hangs silently, or whose workers or modules keep its output open after
+    it ended, is stopped by a timer, not by the next line it prints.
+    """
     # Line-buffered: tests read the log while the run goes on, to act when a
     # line appears (a block-buffered file showed a line only some 8 KiB later).
     with open(log_path, 'w', encoding='utf-8', buffering=1) as log:
+        # A session of its own, so that the timer stops its workers and their
+        # modules too: they hold its output open until they end.
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, env=env, cwd=cwd, text=True)
+                                   stdin=subprocess.DEVNULL, env=env, cwd=cwd, text=True, start_new_session=True)
+        stopped = threading.Event()
+
+        def stop_the_run():
+            stopped.set()
+            kill_process_group(process)
+
+        timer = threading.Timer(timeout, stop_the_run)
+        timer.daemon = True
+        timer.start()
         try:
             for line in process.stdout:
                 log.write(line)
                 if echo:
                     sys.stdout.write(line)
                     sys.stdout.flush()
-                if time.time() - started > timeout:
-                    process.kill()
             process.wait(timeout=30)
         finally:
+            timer.cancel()
             if process.poll() is None:
-                process.kill()
+                kill_process_group(process)
                 process.wait(10)
+        if stopped.is_set():
+            log.write('run_streaming: stopped after %d s (timeout), with every process it started\n' % timeout)
     return process.returncode
+
+
+def kill_process_group(process):
+    """SIGKILL ``process`` and every process of its group (it leads one: started with start_new_session)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 # Simulated seconds a Reboot or Redeploy keeps its VM down, unless a test says.

@@ -1,6 +1,7 @@
 # Copyright (c) azure_maintenance.scheduled_events contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""run_streaming (tests/rolling/rolling_harness.py): a line the run prints is in its log at once.
+"""run_streaming (tests/rolling/rolling_harness.py): a line the run prints is in its log at once, and a run that
+hangs silently is stopped at its deadline with everything it started.
 
 Tests act on a line of a run that goes on (a change to the world once the
 playbook has seen the last one), so the log must not hold lines back until
@@ -9,6 +10,7 @@ for the test to have read it.
 """
 
 import os
+import signal
 import sys
 import threading
 import time
@@ -54,3 +56,55 @@ def test_a_printed_line_is_in_the_log_while_the_run_goes_on(tmp_path):
     assert codes == [0]
     with open(log_path, encoding='utf-8') as handle:
         assert handle.read() == 'the line the test waits for\nseen\n'
+
+
+# Prints a line, starts a child that keeps the output open (as ansible's
+# workers and modules do), notes its own pid and the child's, then hangs
+# without a word.
+HANG_SILENTLY = '''
+import os, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+with open(sys.argv[1], "w") as handle:
+    handle.write("%d %d" % (os.getpid(), child.pid))
+print("started, now silent", flush=True)
+time.sleep(300)
+'''
+
+
+def test_a_run_that_hangs_silently_is_stopped_at_its_deadline_with_what_it_started(tmp_path):
+    log_path = str(tmp_path / 'run.log')
+    pids_path = tmp_path / 'pids'
+    codes = []
+    # 10 s: time enough for the command to start its child and print, however busy the machine.
+    runner = threading.Thread(target=lambda: codes.append(run_streaming(
+        [sys.executable, '-c', HANG_SILENTLY, str(pids_path)], dict(os.environ), str(tmp_path), log_path,
+        timeout=10)), daemon=True)
+    runner.start()
+    runner.join(60)
+    pids = [int(pid) for pid in pids_path.read_text().split()] if pids_path.exists() else []
+    try:
+        assert not runner.is_alive(), 'run_streaming was still waiting 60 s after a 10 s timeout'
+        assert codes == [-signal.SIGKILL]
+        with open(log_path, encoding='utf-8') as handle:
+            lines = handle.read().splitlines()
+        assert lines[0] == 'started, now silent'
+        assert lines[-1] == 'run_streaming: stopped after 10 s (timeout), with every process it started'
+        assert len(pids) == 2
+        # SIGKILL is delivered at once, but the process may take a moment to end.
+        deadline = time.monotonic() + 10
+        while process_is_running(pids[1]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not process_is_running(pids[1]), 'the child of the run outlived it'
+    finally:
+        for pid in pids:
+            if process_is_running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def process_is_running(pid):
+    """Whether ``pid`` is a live process (a zombie, killed and not yet reaped by its parent, is not)."""
+    try:
+        with open('/proc/%d/stat' % pid, encoding='utf-8') as handle:
+            return handle.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except FileNotFoundError:
+        return False
