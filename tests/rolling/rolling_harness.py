@@ -66,21 +66,20 @@ def run_streaming(command, env, cwd, log_path, timeout=600, echo=False):
     it was stopped so, and the log's last line says so).
 
     The deadline holds whether or not the run prints anything: a run that
-    hangs silently, or whose workers or modules keep its output open after
-    it ended, is stopped by a timer, not by the next line it prints.
+    hangs silently, or whose workers keep its output open after it ended, is
+    stopped by a timer, not by the next line it prints.
     """
     # Line-buffered: tests read the log while the run goes on, to act when a
     # line appears (a block-buffered file showed a line only some 8 KiB later).
     with open(log_path, 'w', encoding='utf-8', buffering=1) as log:
-        # A session of its own, so that the timer stops its workers and their
-        # modules too: they hold its output open until they end.
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, env=env, cwd=cwd, text=True, start_new_session=True)
+                                   stdin=subprocess.DEVNULL, env=env, cwd=cwd, text=True)
+        output_pipe = os.fstat(process.stdout.fileno()).st_ino
         stopped = threading.Event()
 
         def stop_the_run():
             stopped.set()
-            kill_process_group(process)
+            kill_run(process.pid, output_pipe)
 
         timer = threading.Timer(timeout, stop_the_run)
         timer.daemon = True
@@ -95,19 +94,43 @@ def run_streaming(command, env, cwd, log_path, timeout=600, echo=False):
         finally:
             timer.cancel()
             if process.poll() is None:
-                kill_process_group(process)
+                kill_run(process.pid, output_pipe)
                 process.wait(10)
         if stopped.is_set():
             log.write('run_streaming: stopped after %d s (timeout), with every process it started\n' % timeout)
     return process.returncode
 
 
-def kill_process_group(process):
-    """SIGKILL ``process`` and every process of its group (it leads one: started with start_new_session)."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+def kill_run(pid, output_pipe):
+    """SIGKILL process ``pid``, every process it started (ansible's workers, the modules they run) and
+    every process still holding its output pipe (inode ``output_pipe``) open, which outlived it.
+
+    From /proc, at once: the run keeps the process group of the tests, so
+    that an interrupt of the tests (Ctrl-C) still reaches it.
+    """
+    parent_of, holders = {}, set()
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry, encoding='utf-8') as handle:
+                parent_of[int(entry)] = int(handle.read().rsplit(')', 1)[1].split()[1])
+            for descriptor in ('1', '2'):
+                if os.readlink('/proc/%s/fd/%s' % (entry, descriptor)) == 'pipe:[%d]' % output_pipe:
+                    holders.add(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    doomed = {pid} | holders
+    grown = True
+    while grown:
+        children = set(child for child, parent in parent_of.items() if parent in doomed)
+        grown = not children <= doomed
+        doomed |= children
+    for victim in doomed:
+        try:
+            os.kill(victim, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 # Simulated seconds a Reboot or Redeploy keeps its VM down, unless a test says.

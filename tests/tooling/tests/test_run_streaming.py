@@ -15,6 +15,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 ROLLING_TESTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                  'rolling')
 if ROLLING_TESTS_DIR not in sys.path:
@@ -59,42 +61,44 @@ def test_a_printed_line_is_in_the_log_while_the_run_goes_on(tmp_path):
 
 
 # Prints a line, starts a child that keeps the output open (as ansible's
-# workers and modules do), notes its own pid and the child's, then hangs
-# without a word.
+# workers and modules do), notes its own pid and the child's, then either
+# hangs without a word or ends at once, leaving the child behind.
 HANG_SILENTLY = '''
 import os, subprocess, sys, time
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
 with open(sys.argv[1], "w") as handle:
     handle.write("%d %d" % (os.getpid(), child.pid))
 print("started, now silent", flush=True)
-time.sleep(300)
+if sys.argv[2] == "hang":
+    time.sleep(300)
 '''
 
 
-def test_a_run_that_hangs_silently_is_stopped_at_its_deadline_with_what_it_started(tmp_path):
+@pytest.mark.parametrize('run_ends, expected_code', [('hang', -signal.SIGKILL), ('end', 0)])
+def test_a_silent_run_is_stopped_at_its_deadline_with_what_it_started(tmp_path, run_ends, expected_code):
     log_path = str(tmp_path / 'run.log')
     pids_path = tmp_path / 'pids'
     codes = []
     # 10 s: time enough for the command to start its child and print, however busy the machine.
     runner = threading.Thread(target=lambda: codes.append(run_streaming(
-        [sys.executable, '-c', HANG_SILENTLY, str(pids_path)], dict(os.environ), str(tmp_path), log_path,
+        [sys.executable, '-c', HANG_SILENTLY, str(pids_path), run_ends], dict(os.environ), str(tmp_path), log_path,
         timeout=10)), daemon=True)
     runner.start()
     runner.join(60)
     pids = [int(pid) for pid in pids_path.read_text().split()] if pids_path.exists() else []
     try:
         assert not runner.is_alive(), 'run_streaming was still waiting 60 s after a 10 s timeout'
-        assert codes == [-signal.SIGKILL]
+        assert codes == [expected_code]
         with open(log_path, encoding='utf-8') as handle:
             lines = handle.read().splitlines()
         assert lines[0] == 'started, now silent'
         assert lines[-1] == 'run_streaming: stopped after 10 s (timeout), with every process it started'
         assert len(pids) == 2
-        # SIGKILL is delivered at once, but the process may take a moment to end.
+        # SIGKILL is delivered at once, but a process may take a moment to end.
         deadline = time.monotonic() + 10
-        while process_is_running(pids[1]) and time.monotonic() < deadline:
+        while any(process_is_running(pid) for pid in pids) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not process_is_running(pids[1]), 'the child of the run outlived it'
+        assert [pid for pid in pids if process_is_running(pid)] == [], 'a process of the run outlived it'
     finally:
         for pid in pids:
             if process_is_running(pid):
