@@ -75,11 +75,14 @@ def run_streaming(command, env, cwd, log_path, timeout=600, echo=False):
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, env=env, cwd=cwd, text=True)
         output_pipe = os.fstat(process.stdout.fileno()).st_ino
-        stopped = threading.Event()
+        stopped, output_closed = threading.Event(), threading.Event()
 
         def stop_the_run():
-            stopped.set()
-            kill_run(process.pid, output_pipe)
+            # Once every holder has closed the output, the run has ended or
+            # is ending: wait() below bounds that, and its pid may be reaped.
+            if not output_closed.is_set():
+                stopped.set()
+                kill_run(process.pid, output_pipe)
 
         timer = threading.Timer(timeout, stop_the_run)
         timer.daemon = True
@@ -90,6 +93,7 @@ def run_streaming(command, env, cwd, log_path, timeout=600, echo=False):
                 if echo:
                     sys.stdout.write(line)
                     sys.stdout.flush()
+            output_closed.set()
             process.wait(timeout=30)
         finally:
             timer.cancel()
@@ -115,11 +119,14 @@ def kill_run(pid, output_pipe):
         try:
             with open('/proc/%s/stat' % entry, encoding='utf-8') as handle:
                 parent_of[int(entry)] = int(handle.read().rsplit(')', 1)[1].split()[1])
-            for descriptor in ('1', '2'):
-                if os.readlink('/proc/%s/fd/%s' % (entry, descriptor)) == 'pipe:[%d]' % output_pipe:
-                    holders.add(int(entry))
         except (OSError, ValueError, IndexError):
             continue
+        for descriptor in ('1', '2'):
+            try:
+                if os.readlink('/proc/%s/fd/%s' % (entry, descriptor)) == 'pipe:[%d]' % output_pipe:
+                    holders.add(int(entry))
+            except OSError:
+                pass
     doomed = {pid} | holders
     grown = True
     while grown:
