@@ -17,6 +17,8 @@ import time
 
 import pytest
 
+from stop_simulators import is_running, wait_until_stopped
+
 ROLLING_TESTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                  'rolling')
 if ROLLING_TESTS_DIR not in sys.path:
@@ -95,20 +97,8 @@ def test_a_silent_run_is_stopped_at_its_deadline_with_what_it_started(tmp_path, 
         assert lines[-1] == 'run_streaming: stopped after 10 s (timeout), with every process it started'
         assert len(pids) == 2
         # SIGKILL is delivered at once, but a process may take a moment to end.
-        deadline = time.monotonic() + 10
-        while any(process_is_running(pid) for pid in pids) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert [pid for pid in pids if process_is_running(pid)] == [], 'a process of the run outlived it'
+        assert [pid for pid in pids if not wait_until_stopped(pid, 10)] == [], 'a process of the run outlived it'
     finally:
         for pid in pids:
-            if process_is_running(pid):
+            if is_running(pid):
                 os.kill(pid, signal.SIGKILL)
-
-
-def process_is_running(pid):
-    """Whether ``pid`` is a live process (a zombie, killed and not yet reaped by its parent, is not)."""
-    try:
-        with open('/proc/%d/stat' % pid, encoding='utf-8') as handle:
-            return handle.read().rsplit(')', 1)[1].split()[0] != 'Z'
-    except FileNotFoundError:
-        return False
