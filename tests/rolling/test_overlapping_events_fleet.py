@@ -203,10 +203,15 @@ def test_when_the_plays_of_rounds_run_out_the_last_one_goes_on_over_every_host(t
     groups = {'web': {'vms': [('web_0', 0), ('web_1', 1), ('web_2', 2)], 'max_unavailable': 1}}
     with FleetRollingWorld(tmp_path, groups) as world:
         world.start_scenario([create(FREEZE_WEB_2, 'Freeze', ['web_2'], linger_seconds=20)])
+        # The last play includes all its batches at its start: with batches of
+        # one round, as many as rolling_max_rounds (1,000 by default, most of
+        # this test's CPU). The run needs about 15 rounds, which start at
+        # least the poll interval (2 s) apart however fast the machine is.
         run = world.run_playbook(env={'ANSIBLE_DISPLAY_SKIPPED_HOSTS': 'false'}, _rolling_round_plays=4,
-                                 _rolling_batch=1)
+                                 _rolling_batch=1, rolling_max_rounds=60)
         assert_safe(world, run)
         assert run.returncode == 0, run.output[-3000:]
+        assert run.report['run']['stop_reason'].startswith('nothing pending'), run.report['run']
         assert world.approvals_per_event() == {FREEZE_WEB_2.lower(): 1}
         assert [step for _at, step in world.steps()[inventory_name('web_2')]] == ['drain', 'verify', 'undrain']
         assert set(world.steps()) == {inventory_name('web_2')}

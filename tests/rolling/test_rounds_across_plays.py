@@ -4,9 +4,11 @@
 
 The playbook shares its rounds out among several plays (a play keeps every
 task it includes until it ends, so one play of 1,000 rounds would keep
-growing). Here the batches are two rounds long, so a run of 45 rounds spans
-twelve plays, and an event is handled across play boundaries: the state, the
-count of rounds and the stop carry over, and every round runs exactly once.
+growing). Here the batches are two rounds long and the rounds are shared out
+as among six plays (test-only overrides of the playbook's private variables),
+so a run of 24 rounds spans six plays of two batches, and an event is handled
+across play boundaries: the state, the count of rounds and the stop carry
+over, every round runs exactly once, and the plays after the stop end at once.
 
 Run: .venv/bin/python -m pytest tests/rolling/test_rounds_across_plays.py -v
 """
@@ -23,7 +25,7 @@ from rolling_harness import RollingWorld, inventory_name  # noqa: E402 pylint: d
 pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='needs the simulator and ansible-playbook locally')
 
 FREEZE = 'E6000000-0000-4000-8000-000000000001'
-ROUNDS = 45
+ROUNDS = 24
 ROUNDS_PLAY_BANNER = 'PLAY [Maintain, round after round]'
 # The default output's line for a round's include: the hosts, then the loop's label.
 ROUND_INCLUDED = re.compile(r'^included: \S+/rolling_round_imds\.yml for (.+) => \(item=round ([0-9]+)\)$', re.M)
@@ -39,11 +41,14 @@ def test_rounds_and_an_event_carry_over_from_play_to_play(tmp_path):
     with RollingWorld(tmp_path, groups, speed=1) as world:
         world.control.create_event(event_id=FREEZE, event_type='Freeze', resources=['web_0'],
                                    linger_seconds=3, impact_seconds=1)
-        # Two rounds a batch: 23 batches over 20 plays, two batches (four rounds) a play, so the event's
-        # steps (drain, approve, see it start and end, verify, undrain) cannot all fall in one play.
+        # Two rounds a batch: 12 batches shared out as among 6 plays, two batches (four rounds) a play, so the
+        # event's steps (drain, approve, see it start and end, verify, undrain) cannot all fall in one play;
+        # the other 14 plays of rounds of the playbook end at once. The event takes about four seconds from
+        # its approval to its end (the impact, then its linger), so at a round each half second at the
+        # most, however fast the machine is, it is over well before the last round.
         run = world.run_playbook(env={'ANSIBLE_DISPLAY_SKIPPED_HOSTS': 'false'}, rolling_max_rounds=ROUNDS,
-                                 rolling_settle_seconds=10 ** 6, rolling_poll_interval_seconds=0.001,
-                                 _rolling_batch=2)
+                                 rolling_settle_seconds=10 ** 6, rolling_poll_interval_seconds=0.5,
+                                 _rolling_batch=2, _rolling_round_plays=6)
         assert run.returncode == 0, run.output[-3000:]
         assert run.report['run']['rounds'] == ROUNDS, run.report['run']
         assert run.report['run']['stop_reason'] == 'stopped after %d rounds (rolling_max_rounds)' % ROUNDS
@@ -55,7 +60,14 @@ def test_rounds_and_an_event_carry_over_from_play_to_play(tmp_path):
         # And each read both hosts (a throttled read is retried, so a host may be asked more often).
         assert reads_of(world, 'web_1') >= ROUNDS
         # Every play of rounds started; those after the last round ended at once.
-        assert run.output.count(ROUNDS_PLAY_BANNER) == 20, run.output[-3000:]
+        plays = run.output.split(ROUNDS_PLAY_BANNER)[1:]
+        assert len(plays) == 20, run.output[-3000:]
+        assert [len(ROUND_INCLUDED.findall(play)) for play in plays] == [4] * 6 + [0] * 14, run.output[-3000:]
+        # The event's drain and its undrain fell in different plays.
+        drained_in = [index for index, play in enumerate(plays) if 'TASK [Record the drain]' in play]
+        undrained_in = [index for index, play in enumerate(plays) if 'TASK [Record the undrain]' in play]
+        assert len(drained_in) == 1 and len(undrained_in) == 1 and drained_in[0] < undrained_in[0], \
+            (drained_in, undrained_in)
         # The event, begun in one play and finished in another, was handled once and safely.
         event = run.event(FREEZE)
         assert event['outcome'] == 'approved', event
