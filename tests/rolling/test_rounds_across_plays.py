@@ -26,6 +26,8 @@ pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='needs the simul
 
 FREEZE = 'E6000000-0000-4000-8000-000000000001'
 ROUNDS = 24
+# Simulated seconds; the test ends the impact by moving the clock.
+FREEZE_IMPACT_SECONDS = 3600
 ROUNDS_PLAY_BANNER = 'PLAY [Maintain, round after round]'
 # The default output's line for a round's include: the hosts, then the loop's label.
 ROUND_INCLUDED = re.compile(r'^included: \S+/rolling_round_imds\.yml for (.+) => \(item=round ([0-9]+)\)$', re.M)
@@ -39,16 +41,26 @@ def reads_of(world, vm):
 def test_rounds_and_an_event_carry_over_from_play_to_play(tmp_path):
     groups = {'web': {'vms': [('web_0', 0), ('web_1', 1)], 'max_unavailable': 1}}
     with RollingWorld(tmp_path, groups, speed=1) as world:
+        # The Freeze runs until the second play of rounds has begun, however
+        # fast or slow the rounds are: then the clock jumps past its impact
+        # and linger, so it is drained in the first play and undrained in a
+        # later one.
         world.control.create_event(event_id=FREEZE, event_type='Freeze', resources=['web_0'],
-                                   linger_seconds=3, impact_seconds=1)
-        # Two rounds a batch: 12 batches shared out as among 6 plays, two batches (four rounds) a play, so the
-        # event's steps (drain, approve, see it start and end, verify, undrain) cannot all fall in one play;
-        # the other 14 plays of rounds of the playbook end at once. The event takes about four seconds from
-        # its approval to its end (the impact, then its linger), so at a round each half second at the
-        # most, however fast the machine is, it is over well before the last round.
-        run = world.run_playbook(env={'ANSIBLE_DISPLAY_SKIPPED_HOSTS': 'false'}, rolling_max_rounds=ROUNDS,
-                                 rolling_settle_seconds=10 ** 6, rolling_poll_interval_seconds=0.5,
-                                 _rolling_batch=2, _rolling_round_plays=6)
+                                   linger_seconds=3, impact_seconds=FREEZE_IMPACT_SECONDS)
+
+        def end_the_freeze_in_the_second_play():
+            if world.output_so_far().count(ROUNDS_PLAY_BANNER) < 2:
+                return False
+            world.control.advance_clock(FREEZE_IMPACT_SECONDS + 10)
+            return True
+
+        # Two rounds a batch: 12 batches shared out as among 6 plays, two batches (four rounds) a play; the
+        # other 14 plays of rounds of the playbook end at once. Rounds start at least half a second apart, so
+        # the few rounds the event needs once its impact is over come well before the last one.
+        run = world.run_playbook_watched(
+            end_the_freeze_in_the_second_play, env={'ANSIBLE_DISPLAY_SKIPPED_HOSTS': 'false'},
+            rolling_max_rounds=ROUNDS, rolling_settle_seconds=10 ** 6, rolling_poll_interval_seconds=0.5,
+            _rolling_batch=2, _rolling_round_plays=6)
         assert run.returncode == 0, run.output[-3000:]
         assert run.report['run']['rounds'] == ROUNDS, run.report['run']
         assert run.report['run']['stop_reason'] == 'stopped after %d rounds (rolling_max_rounds)' % ROUNDS
