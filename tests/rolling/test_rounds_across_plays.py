@@ -20,14 +20,12 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rolling_harness import RollingWorld, inventory_name  # noqa: E402 pylint: disable=wrong-import-position
+from rolling_harness import RollingWorld, inventory_name, seconds_past_first_removal  # noqa: E402 pylint: disable=wrong-import-position
 
 pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='needs the simulator and ansible-playbook locally')
 
 FREEZE = 'E6000000-0000-4000-8000-000000000001'
 ROUNDS = 24
-# Simulated seconds; the test ends the impact by moving the clock.
-FREEZE_IMPACT_SECONDS = 3600
 ROUNDS_PLAY_BANNER = 'PLAY [Maintain, round after round]'
 # The default output's line for a round's include: the hosts, then the loop's label.
 ROUND_INCLUDED = re.compile(r'^included: \S+/rolling_round_imds\.yml for (.+) => \(item=round ([0-9]+)\)$', re.M)
@@ -41,17 +39,19 @@ def reads_of(world, vm):
 def test_rounds_and_an_event_carry_over_from_play_to_play(tmp_path):
     groups = {'web': {'vms': [('web_0', 0), ('web_1', 1)], 'max_unavailable': 1}}
     with RollingWorld(tmp_path, groups, speed=1) as world:
-        # The Freeze runs until the second play of rounds has begun, however
-        # fast or slow the rounds are: then the clock jumps past its impact
-        # and linger, so it is drained in the first play and undrained in a
-        # later one.
+        # A pause of unknown length (DurationInSeconds -1) keeps its host
+        # drained until the event leaves the document, and this one would stay
+        # an hour: it leaves when the second play of rounds has begun, however
+        # fast or slow the rounds are, as the clock then jumps past its removal.
+        # So it is drained in the first play and undrained in a later one.
         world.control.create_event(event_id=FREEZE, event_type='Freeze', resources=['web_0'],
-                                   linger_seconds=3, impact_seconds=FREEZE_IMPACT_SECONDS)
+                                   duration_seconds=-1, impact_seconds=1, linger_seconds=3600)
 
         def end_the_freeze_in_the_second_play():
             if world.output_so_far().count(ROUNDS_PLAY_BANNER) < 2:
                 return False
-            world.control.advance_clock(FREEZE_IMPACT_SECONDS + 10)
+            world.control.advance_clock(seconds_past_first_removal(world.control.events(),
+                                                                   world.control.clock()['epoch']))
             return True
 
         # Two rounds a batch: 12 batches shared out as among 6 plays, two batches (four rounds) a play; the
