@@ -105,6 +105,20 @@ def scenario_event_ids():
     return [step['event_id'] for step in maintenance_scenario()]
 
 
+def impact_starts_running(impacts, event_ids):
+    """The ids among ``event_ids`` (lower case, sorted) whose impact has not yet been started on every VM.
+
+    ``impacts``: the simulator's impact records. A start command that has
+    exited, whether it worked or not, has done what it will; one that waits
+    for its VM's earlier command, or runs, has not. The commands end on their
+    own (``impact_hook.py`` gives up after 10 s), so a wait on this ends too.
+    """
+    wanted = set(event_id.lower() for event_id in event_ids)
+    return sorted(set(record['event_id'].lower() for record in impacts
+                      if record['phase'] == 'start' and record['event_id'].lower() in wanted
+                      and record.get('exit_code') is None and not record.get('error')))
+
+
 class RollingStage:
     """Start with ``start()``, always ``stop()`` (or use it as a context manager)."""
 
@@ -154,13 +168,17 @@ class RollingStage:
             self.watcher.start()
         self._start_simulator(admin_url)
 
+    def impact_command(self, admin_url):
+        """The simulator's impact command: tell the backend fleet at ``admin_url`` what an event does to a VM."""
+        return [sys.executable, os.path.join(E2E_DIR, 'impact_hook.py'), admin_url,
+                '{phase}', '{vm}', '{event_type}', '{event_id}']
+
     def _start_simulator(self, admin_url):
         config = {
             'vms': [{'name': vm, 'listen': '%s:%d' % (self.address, port), 'group': avset,
                      'platformUpdateDomain': domain} for vm, _group, avset, domain, port in self.vms],
             'speed': self.speed,
-            'impact_command': [sys.executable, os.path.join(E2E_DIR, 'impact_hook.py'), admin_url,
-                               '{phase}', '{vm}', '{event_type}', '{event_id}'],
+            'impact_command': self.impact_command(admin_url),
         }
         self.simulator = SimulatorProcess(self.workdir, config=config)
         self.simulator.start()
@@ -318,6 +336,12 @@ class RollingStage:
           longer than that, and an event that comes and goes between two
           reads cannot be seen: the run took the foreign Freeze for cancelled
           and never saw the hardware failure;
+        - and until the impact command has started each of them in the
+          stage (``impact_starts_running``): a Freeze's 30 simulated seconds
+          are 2.5 s at the stage's speed, and the command, a Python process,
+          took as long as that to start on a busy machine, so the backend was
+          frozen for half a second, no request waited past HAProxy's 1 s
+          server time-out, and the run without draining failed no request;
         - once every event in the document has started, a round has read it
           Started and its impact has ended, move the clock just past the
           first one's removal (``linger_to_skip_once_read``): until then the
@@ -347,12 +371,13 @@ class RollingStage:
             self.control.set_speed(0.001)
             try:
                 since = max([0] + [entry['seq'] for entry in self.control.log()])
-                waiting = dict(starting)
-                while waiting and running() and time.monotonic() < deadline:
-                    waiting = dict((event_id, vms) for event_id, vms in waiting.items()
-                                   if not any(self.reads_of(vm, since) for vm in vms))
-                    if waiting:
-                        time.sleep(0.2)
+                unread = dict(starting)
+                while running() and time.monotonic() < deadline:
+                    unread = dict((event_id, vms) for event_id, vms in unread.items()
+                                  if not any(self.reads_of(vm, since) for vm in vms))
+                    if not unread and not impact_starts_running(self.control.impacts(), starting):
+                        break
+                    time.sleep(0.2)
             finally:
                 self.control.set_speed(self.speed)
             held.extend(sorted(starting))
