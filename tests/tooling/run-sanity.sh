@@ -15,4 +15,19 @@ cd "${stage}"
 # ansible-test builds one venv per sanity test under ~/.ansible/test/venv and
 # bootstraps pip into each from its get-pip cache, which bootstrap.sh fills
 # (see seed_ansible_test_pip.py): no --requirements, no download but PyPI.
-ANSIBLE_TEST_CONTENT_ROOT="${stage}" ansible-test sanity --python "${python_version}" "$@"
+# A venv is named by the Python version and its requirements, not by run or
+# ansible-core, and one found without its marker is taken for half made and
+# removed: two runs sharing a HOME (two make test at once; this core's sanity
+# beside the oldest core's, whose venvs are partly the same) that both make
+# one fail (FileExistsError in the pip copy, "does not have pip available").
+# So the venvs are made first, one run at a time (--prime-venvs runs no test);
+# once made they are only read, and the tests run without the lock.
+venv_lock="${HOME}/.ansible/test/venv.lock"
+mkdir -p "$(dirname "${venv_lock}")"
+export ANSIBLE_TEST_CONTENT_ROOT="${stage}"
+if ! priming="$(flock "${venv_lock}" ansible-test sanity --prime-venvs --python "${python_version}" "$@" 2>&1)"; then
+    printf '%s\n' "${priming}"
+    die "ansible-test could not make the sanity venvs under ${HOME}/.ansible/test/venv (output above)"
+fi
+echo "sanity: ansible-test's venvs are ready in ${HOME}/.ansible/test/venv"
+ansible-test sanity --python "${python_version}" "$@"

@@ -1,0 +1,55 @@
+# Copyright (c) azure_maintenance.scheduled_events contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""run-sanity.sh: two sanity runs sharing one new HOME both pass.
+
+ansible-test keeps its sanity venvs in ~/.ansible/test/venv, named by the Python version and the requirements, not by
+run: two make test runs at once on a new machine (or one run's two ansible-core sanity stages) made the same venv
+together and one failed (FileExistsError in the pip copy, or "does not have pip available"). The ansible-doc test is
+the one run here: its venv needs pip and packages installed, so the two runs meet while making it (without the lock
+they failed three times out of three), and it costs seconds, not the minutes of pylint's.
+"""
+
+import os
+import subprocess
+import sys
+
+TOOLING = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO_ROOT = os.path.dirname(os.path.dirname(TOOLING))
+
+
+def shared_pip_cache():
+    """The pip cache of the HOME the tests run in; shared so the new HOME downloads nothing twice (pip allows that)."""
+    if os.environ.get('PIP_CACHE_DIR'):
+        return os.environ['PIP_CACHE_DIR']
+    return os.path.join(os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'), 'pip')
+
+
+def test_two_sanity_runs_sharing_a_new_home_both_make_and_use_the_venvs(tmp_path):
+    home = tmp_path / 'home'
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home), PIP_CACHE_DIR=shared_pip_cache())
+    # What make bootstrap does for a HOME: the get-pip cache ansible-test bootstraps its venvs' pip from.
+    seeded = subprocess.run([sys.executable, os.path.join(TOOLING, 'seed_ansible_test_pip.py')], env=env,
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert seeded.returncode == 0, seeded.stdout + seeded.stderr
+
+    runs = []
+    for name in ('a', 'b'):
+        (tmp_path / f'tmp-{name}').mkdir()
+        run_env = dict(env, BUILD_DIR=str(tmp_path / f'build-{name}'), TMPDIR=str(tmp_path / f'tmp-{name}'))
+        runs.append(subprocess.Popen(['bash', os.path.join(TOOLING, 'run-sanity.sh'), '--test', 'ansible-doc'],
+                                     cwd=REPO_ROOT, env=run_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True))
+    try:
+        outputs = [run.communicate(timeout=600)[0] for run in runs]
+    finally:
+        for run in runs:
+            if run.poll() is None:
+                run.kill()
+                run.wait(timeout=60)
+
+    assert [run.returncode for run in runs] == [0, 0], '\n\n'.join(outputs)
+    for output in outputs:
+        assert 'Running sanity test "ansible-doc"' in output, output
+    venvs = list((home / '.ansible' / 'test' / 'venv' / 'sanity.ansible-doc').glob('*/*/marker.txt'))
+    assert len(venvs) == 1, venvs
