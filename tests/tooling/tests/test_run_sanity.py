@@ -6,7 +6,7 @@ ansible-test keeps its sanity venvs in ~/.ansible/test/venv, named by the Python
 run: two make test runs at once on a new machine (or one run's two ansible-core sanity stages) made the same venv
 together and one failed (FileExistsError in the pip copy, or "does not have pip available"). The ansible-doc test is
 the one run here: its venv needs pip and packages installed, so the two runs meet while making it (without the lock
-they failed three times out of three), and it costs seconds, not the minutes of pylint's.
+they failed five times out of five), and it costs seconds, not the minutes of pylint's.
 """
 
 import os
