@@ -6,7 +6,9 @@ ansible-test keeps its sanity venvs in ~/.ansible/test/venv, named by the Python
 run: two make test runs at once on a new machine (or one run's two ansible-core sanity stages) made the same venv
 together and one failed (FileExistsError in the pip copy, or "does not have pip available"). The ansible-doc test is
 the one run here: its venv needs pip and packages installed, so the two runs meet while making it (without the lock
-they failed five times out of five), and it costs seconds, not the minutes of pylint's.
+they failed five times out of five), and it costs seconds, not the minutes of pylint's. Like make sanity on a new
+HOME, it installs that venv's requirements from the package index: pip's configuration and cache are the ones of the
+HOME the tests run in, as tests/tooling/ci-fresh.sh keeps them.
 """
 
 import os
@@ -17,17 +19,22 @@ TOOLING = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO_ROOT = os.path.dirname(os.path.dirname(TOOLING))
 
 
-def shared_pip_cache():
-    """The pip cache of the HOME the tests run in; shared so the new HOME downloads nothing twice (pip allows that)."""
-    if os.environ.get('PIP_CACHE_DIR'):
-        return os.environ['PIP_CACHE_DIR']
-    return os.path.join(os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'), 'pip')
+def with_new_home(home):
+    """The environment with another HOME, keeping pip's configuration (where packages come from) and cache.
+
+    pip allows runs to share a cache, so the new HOME downloads nothing the tests' HOME already has.
+    """
+    env = dict(os.environ, HOME=str(home))
+    env['XDG_CONFIG_HOME'] = os.environ.get('XDG_CONFIG_HOME') or os.path.expanduser('~/.config')
+    env['PIP_CACHE_DIR'] = os.environ.get('PIP_CACHE_DIR') or os.path.join(
+        os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'), 'pip')
+    return env
 
 
 def test_two_sanity_runs_sharing_a_new_home_both_make_and_use_the_venvs(tmp_path):
     home = tmp_path / 'home'
     home.mkdir()
-    env = dict(os.environ, HOME=str(home), PIP_CACHE_DIR=shared_pip_cache())
+    env = with_new_home(home)
     # What make bootstrap does for a HOME: the get-pip cache ansible-test bootstraps its venvs' pip from.
     seeded = subprocess.run([sys.executable, os.path.join(TOOLING, 'seed_ansible_test_pip.py')], env=env,
                             capture_output=True, text=True, timeout=300, check=False)
