@@ -22,12 +22,12 @@ cd "${stage}"
 # one fail (FileExistsError in the pip copy, "does not have pip available").
 # So the venvs are made first, one run at a time (--prime-venvs runs no test);
 # once made they are only read, and the tests run without the lock.
-venv_lock="${HOME}/.ansible/test/venv.lock"
-mkdir -p "$(dirname "${venv_lock}")"
+sanity_venvs="${HOME}/.ansible/test/venv"
+mkdir -p "$(dirname "${sanity_venvs}")"
 export ANSIBLE_TEST_CONTENT_ROOT="${stage}"
-if ! priming="$(flock "${venv_lock}" ansible-test sanity --prime-venvs --python "${python_version}" "$@" 2>&1)"; then
+if ! priming="$(flock "${sanity_venvs}.lock" ansible-test sanity --prime-venvs --python "${python_version}" "$@" 2>&1)"; then
     printf '%s\n' "${priming}"
-    die "ansible-test could not make the sanity venvs under ${HOME}/.ansible/test/venv (output above)"
+    die "ansible-test could not make the sanity venvs under ${sanity_venvs} (output above)"
 fi
-echo "sanity: ansible-test's venvs are ready in ${HOME}/.ansible/test/venv"
+echo "sanity: ansible-test's venvs are ready in ${sanity_venvs}"
 ansible-test sanity --python "${python_version}" "$@"
