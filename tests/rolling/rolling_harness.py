@@ -167,6 +167,14 @@ def seconds_past_first_removal(events, now):
     return max(0.0, earliest - now) + LINGER_SKIP_MARGIN
 
 
+def nothing_due_by(events, due, horizon):
+    """Whether nothing can start by ``horizon`` (epoch): no event of ``events`` still Scheduled has its
+    NotBefore by then (or none), and no scenario step (``due``: epochs) is due by then."""
+    return (all(event.get('not_before') and parse_iso(event['not_before']) > horizon
+                for event in events if event['status'] == 'Scheduled')
+            and all(moment > horizon for moment in due))
+
+
 def linger_to_skip(events, now, impacts, last_steps, managed):
     """Simulated seconds that take the clock just past the earliest lingering event's removal, or None.
 
@@ -197,7 +205,7 @@ def linger_to_skip(events, now, impacts, last_steps, managed):
     return seconds_past_first_removal(visible, now)
 
 
-def linger_to_skip_once_read(events, now, impacts, read_started, managed):
+def linger_to_skip_once_read(events, now, impacts, read_started, managed, clearance=None, due=()):
     """Simulated seconds that take the clock just past the earliest lingering event's removal, or None: the
     skip of ``linger_to_skip`` for runs whose steps are not recorded (the HAProxy e2e run, the AWX job).
 
@@ -207,13 +215,26 @@ def linger_to_skip_once_read(events, now, impacts, read_started, managed):
     then takes its leaving for the end of its impact, as it would at Azure's
     pace, never for a cancellation. Events that name no VM of the inventory
     (``managed``: its VM names) are not the run's to read.
+
+    An event still Scheduled keeps the clock as it is, as in ``linger_to_skip``,
+    unless ``clearance`` (simulated seconds) is given and its NotBefore comes at
+    least that long after the jump: it cannot start during the jump, and the
+    run keeps that much time to drain its hosts (an event the run does not
+    approve, such as one naming a VM outside the inventory, waits for its
+    NotBefore, and until then it would hold every other event's linger). A
+    scenario step due (``due``: epochs) within the jump or that clearance keeps
+    the clock too.
     """
-    visible = only_lingering(events, now, impacts)
+    scheduled = [event for event in events if event['status'] == 'Scheduled']
+    if scheduled and clearance is None:
+        return None
+    visible = only_lingering([event for event in events if event['status'] == 'Started'], now, impacts)
     if not visible:
         return None
     if any(event['id'] not in read_started for event in visible if set(event['resources']) & set(managed)):
         return None
-    return seconds_past_first_removal(visible, now)
+    jump = seconds_past_first_removal(visible, now)
+    return jump if nothing_due_by(scheduled, due, now + jump + (clearance or 0.0)) else None
 
 
 # Event types whose impact restarts the VM: it answers nothing until the impact ends.
@@ -269,14 +290,10 @@ def restart_to_skip(events, now, seen_down, last_steps, managed, due=()):
             if event in restarts and host not in seen_down:
                 return None
     jump = min(parse_iso(event['impact_ends_at']) for event in restarts) - now + LINGER_SKIP_MARGIN
-    horizon = now + jump + RESTART_SKIP_CLEARANCE
-    for event in visible:
-        if event['status'] == 'Scheduled':
-            if not event.get('not_before') or parse_iso(event['not_before']) <= horizon:
-                return None
-        elif parse_iso(event['removes_at']) <= now + jump + LINGER_SKIP_MARGIN:
-            return None
-    if any(moment <= horizon for moment in due):
+    if not nothing_due_by(visible, due, now + jump + RESTART_SKIP_CLEARANCE):
+        return None
+    if any(parse_iso(event['removes_at']) <= now + jump + LINGER_SKIP_MARGIN
+           for event in visible if event['status'] == 'Started'):
         return None
     return jump
 

@@ -30,7 +30,7 @@ ROLLING_TESTS_DIR = os.path.join(COLLECTION_ROOT, 'tests', 'rolling')
 if ROLLING_TESTS_DIR not in sys.path:
     sys.path.insert(0, ROLLING_TESTS_DIR)
 from rolling_harness import (  # noqa: E402 pylint: disable=wrong-import-position
-    ANSIBLE_TEST_CONFIG, collections_path, impacts_of, linger_to_skip_once_read, run_streaming)
+    ANSIBLE_TEST_CONFIG, collections_path, impacts_of, linger_to_skip_once_read, run_streaming, scenario_steps_due)
 from imds_simulator.process import SimulatorProcess  # noqa: E402 pylint: disable=wrong-import-position
 
 GROUPS = {
@@ -40,6 +40,11 @@ GROUPS = {
             'max_unavailable': '75%', 'route': '/api'},
 }
 FOREIGN_VM = ('partner_0', 'api-avset', '1')
+# Real seconds a linger skip leaves the run before the NotBefore of an event
+# still Scheduled (the foreign Freeze waits for its NotBefore through most of
+# the scenario): time for rounds to read it and drain its hosts, even on a
+# busy machine, however far the jump brings that NotBefore nearer.
+SCHEDULED_CLEARANCE_SECONDS = 20.0
 
 # Event ids, fixed so the checks can name them.
 FREEZE_WEB_UD0 = 'E2E00000-0000-4000-8000-000000000001'
@@ -342,11 +347,13 @@ class RollingStage:
           took as long as that to start on a busy machine, so the backend was
           frozen for half a second, no request waited past HAProxy's 1 s
           server time-out, and the run without draining failed no request;
-        - once every event in the document has started, a round has read it
-          Started and its impact has ended, move the clock just past the
-          first one's removal (``linger_to_skip_once_read``): until then the
-          run only reads what does not change. A stage made with
-          ``skip_linger=False`` keeps the whole wait.
+        - once every Started event in the document has been read Started by
+          a round and its impact has ended, and every event still Scheduled
+          has its NotBefore at least SCHEDULED_CLEARANCE_SECONDS (real time)
+          after the jump, move the clock just past the first one's removal
+          (``linger_to_skip_once_read``): until then the run only reads what
+          does not change. A stage made with ``skip_linger=False`` keeps the
+          whole wait.
 
         Returns the ids of the events it held the clock for.
         """
@@ -362,8 +369,9 @@ class RollingStage:
                     starting[event['id']] = vms
             if not starting:
                 if self.skip_linger:
-                    seconds = linger_to_skip_once_read(state['events'], state['clock']['epoch'],
-                                                       impacts_of(self.control), held, managed)
+                    seconds = linger_to_skip_once_read(
+                        state['events'], state['clock']['epoch'], impacts_of(self.control), held, managed,
+                        clearance=SCHEDULED_CLEARANCE_SECONDS * self.speed, due=scenario_steps_due(state.get('scenario')))
                     if seconds is not None:
                         self.control.advance_clock(seconds)
                 time.sleep(0.2)

@@ -144,3 +144,28 @@ READ = {'E-Freeze-web_0', 'E-Reboot-web_1'}
 def test_linger_to_skip_once_read(events, impacts, read_started, expected):
     seconds = linger_to_skip_once_read(events, NOW, impacts, read_started, set(MANAGED))
     assert seconds == (None if expected is None else expected + LINGER_SKIP_MARGIN)
+
+
+# What a stage that passes a clearance (simulated seconds) allows: a Scheduled event whose NotBefore comes that long
+# after the jump (here 30.5 s) no longer holds the clock; one sooner, or without a NotBefore, still does.
+CLEARANCE = 100.0
+
+
+@pytest.mark.parametrize('events, due, read_started, expected', [
+    ([event(), event(status='Scheduled', resources=('web_1', 'partner_0'), not_before=200.0)], (), READ, 30.0),
+    # The NotBefore within the jump and the clearance, or on its edge; or none.
+    ([event(), event(status='Scheduled', resources=('web_1',), not_before=120.0)], (), READ, None),
+    ([event(), event(status='Scheduled', resources=('web_1',), not_before=130.5)], (), READ, None),
+    ([event(), event(status='Scheduled', resources=('web_1',))], (), READ, None),
+    # A scenario step due within them.
+    ([event(), event(status='Scheduled', resources=('web_1',), not_before=200.0)], (NOW + 100.0,), READ, None),
+    ([event()], (NOW + 200.0,), READ, 30.0),
+    # Nothing lingers, only Scheduled events: nothing to skip.
+    ([event(status='Scheduled', not_before=200.0)], (), READ, None),
+    # Every other rule still holds: a Started event no round has read keeps the clock.
+    ([event(), event(kind='Reboot', resources=('web_1',)), event(status='Scheduled', resources=('web_1',), not_before=900.0)],
+     (), {'E-Freeze-web_0'}, None),
+])
+def test_linger_to_skip_once_read_with_a_clearance_for_scheduled_events(events, due, read_started, expected):
+    seconds = linger_to_skip_once_read(events, NOW, ENDED, read_started, set(MANAGED), clearance=CLEARANCE, due=due)
+    assert seconds == (None if expected is None else expected + LINGER_SKIP_MARGIN)
