@@ -16,6 +16,7 @@ them with the simulator's own approval and impact logs.
 """
 
 import json
+import math
 import os
 import re
 import shlex
@@ -205,7 +206,7 @@ def linger_to_skip(events, now, impacts, last_steps, managed):
     return seconds_past_first_removal(visible, now)
 
 
-def linger_to_skip_once_read(events, now, impacts, read_started, managed, clearance=None, due=()):
+def linger_to_skip_once_read(events, now, impacts, read_started, managed, clearance=math.inf, due=()):
     """Simulated seconds that take the clock just past the earliest lingering event's removal, or None: the
     skip of ``linger_to_skip`` for runs whose steps are not recorded (the HAProxy e2e run, the AWX job).
 
@@ -216,25 +217,21 @@ def linger_to_skip_once_read(events, now, impacts, read_started, managed, cleara
     pace, never for a cancellation. Events that name no VM of the inventory
     (``managed``: its VM names) are not the run's to read.
 
-    An event still Scheduled keeps the clock as it is, as in ``linger_to_skip``,
-    unless ``clearance`` (simulated seconds) is given and its NotBefore comes at
-    least that long after the jump: it cannot start during the jump, and the
-    run keeps that much time to drain its hosts (an event the run does not
-    approve, such as one naming a VM outside the inventory, waits for its
-    NotBefore, and until then it would hold every other event's linger). A
-    scenario step due (``due``: epochs) within the jump or that clearance keeps
-    the clock too.
+    An event still Scheduled, or a scenario step due (``due``: epochs), keeps
+    the clock as it is unless its NotBefore (its time) comes at least
+    ``clearance`` simulated seconds after the jump (by default none does, as in
+    ``linger_to_skip``): it cannot start during the jump, and the run keeps
+    that much time to drain its hosts (an event the run does not approve, such
+    as one naming a VM outside the inventory, waits for its NotBefore, and
+    until then it would hold every other event's linger).
     """
-    scheduled = [event for event in events if event['status'] == 'Scheduled']
-    if scheduled and clearance is None:
-        return None
     visible = only_lingering([event for event in events if event['status'] == 'Started'], now, impacts)
     if not visible:
         return None
     if any(event['id'] not in read_started for event in visible if set(event['resources']) & set(managed)):
         return None
     jump = seconds_past_first_removal(visible, now)
-    return jump if nothing_due_by(scheduled, due, now + jump + (clearance or 0.0)) else None
+    return jump if nothing_due_by(events, due, now + jump + clearance) else None
 
 
 # Event types whose impact restarts the VM: it answers nothing until the impact ends.
