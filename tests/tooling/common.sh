@@ -81,10 +81,12 @@ stage_collection() {
 }
 
 # pytest exits 5 when it collects no test; a suite that is still empty is
-# reported but is not a failure.
+# reported but is not a failure. Every suite ends with the tests that used the
+# most CPU (tests/tooling/pytest_plugins/cpu_per_test.py; --cpu-per-test=N).
 run_pytest() {
     local status=0
-    "${VENV_PYTHON}" -m pytest "$@" || status=$?
+    PYTHONPATH="${TOOLING_DIR}/pytest_plugins${PYTHONPATH:+:${PYTHONPATH}}" \
+        "${VENV_PYTHON}" -m pytest -p cpu_per_test "$@" || status=$?
     if [[ ${status} -eq 5 ]]; then
         printf 'NOTE: pytest collected no tests in %s\n' "$*"
         return 0

@@ -10,6 +10,8 @@ import pytest
 TOOLING = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMMON_SH = os.path.join(TOOLING, 'common.sh')
 XDIST_TWO = ['-n', '2', '--dist', 'worksteal']
+# pytest, with the plugin that lists the tests that used the most CPU.
+PYTEST = ['-m', 'pytest', '-p', 'cpu_per_test']
 
 
 def stand_in_venv(tmp_path):
@@ -37,13 +39,13 @@ def run_pytest_in_workers(tmp_path, arguments, **workers_env):
 
 @pytest.mark.parametrize('workers_env, arguments, expected', [
     # The default: two workers, where PYTEST_WORKERS is unset or empty.
-    ({}, ['tests/unit', '-q'], ['-m', 'pytest'] + XDIST_TWO + ['tests/unit', '-q']),
-    ({'PYTEST_WORKERS': ''}, ['tests/unit'], ['-m', 'pytest'] + XDIST_TWO + ['tests/unit']),
-    ({'PYTEST_WORKERS': '3'}, ['tests/unit'], ['-m', 'pytest', '-n', '3', '--dist', 'worksteal', 'tests/unit']),
+    ({}, ['tests/unit', '-q'], PYTEST + XDIST_TWO + ['tests/unit', '-q']),
+    ({'PYTEST_WORKERS': ''}, ['tests/unit'], PYTEST + XDIST_TWO + ['tests/unit']),
+    ({'PYTEST_WORKERS': '3'}, ['tests/unit'], PYTEST + ['-n', '3', '--dist', 'worksteal', 'tests/unit']),
     # xdist's options come before the caller's, so a -n of the caller's wins.
-    ({}, ['tests/unit', '-n', '0'], ['-m', 'pytest'] + XDIST_TWO + ['tests/unit', '-n', '0']),
+    ({}, ['tests/unit', '-n', '0'], PYTEST + XDIST_TWO + ['tests/unit', '-n', '0']),
     # None: pytest's own process, and no xdist option at all (the e2e, the matrix venvs' rolling jobs).
-    ({'PYTEST_WORKERS': '0'}, ['tests/e2e', '-q'], ['-m', 'pytest', 'tests/e2e', '-q']),
+    ({'PYTEST_WORKERS': '0'}, ['tests/e2e', '-q'], PYTEST + ['tests/e2e', '-q']),
 ])
 def test_the_worker_options_pytest_gets(tmp_path, workers_env, arguments, expected):
     done = run_pytest_in_workers(tmp_path, arguments, **workers_env)
@@ -73,5 +75,5 @@ def test_the_rolling_scenarios_take_their_workers_from_rolling_workers_or_else_p
     printed = done.stdout.splitlines()
     # The stage's banner comes first, then what pytest would get.
     pytest_arguments = printed[printed.index('-m'):]
-    assert pytest_arguments[:2 + len(expected_xdist)] == ['-m', 'pytest'] + expected_xdist
-    assert pytest_arguments[2 + len(expected_xdist)] == 'tests/rolling'
+    assert pytest_arguments[:len(PYTEST + expected_xdist)] == PYTEST + expected_xdist
+    assert pytest_arguments[len(PYTEST + expected_xdist)] == 'tests/rolling'
