@@ -71,6 +71,10 @@ USER_EVENT = 'BE000000-0000-4000-8000-000000000001'
 # Long enough that a run under load does not end before its first round has seen the event.
 SETTLE = 60
 QUIET = {'ANSIBLE_STDOUT_CALLBACK': 'azure_maintenance.scheduled_events.quiet'}
+# The soak samples every 2 s and compares its first and last tenth of the
+# rounds: about 2 idle rounds a second over 2 hosts here, so a tenth of 200
+# rounds spans several samples (fewer rounds could fall between two).
+MIN_SOAK_ROUNDS = 200
 
 
 def children_cpu():
@@ -296,7 +300,10 @@ def print_soak(label, samples, rounds):
     """Print the soak's figures; return whether time (the controller's CPU) and memory per round stayed flat."""
     (first_round, first_rss, first_cpu), (last_round, last_rss, last_cpu) = soak_figures(samples, rounds)
     if first_round is None or last_round is None:
-        raise RuntimeError('%s: too few samples: %r' % (label, samples[-5:]))
+        # One sample every 2 s: a tenth of a short soak can pass between two samples.
+        sys.exit('%s: the first or the last tenth of its %d rounds had fewer than two samples (one every 2 s), so '
+                 'nothing can be compared: run more rounds (--soak-rounds, %d at least; 1000 by default).'
+                 % (label, rounds, MIN_SOAK_ROUNDS))
     growth = (last_rss - first_rss) * 1024.0 / max(samples[-1][1] - rounds // 10, 1)
     print('%s: first tenth %.2f s/round (controller CPU %.3f s), max RSS %.0f MiB | last tenth %.2f s/round '
           '(controller CPU %.3f s), max RSS %.0f MiB | about %.0f KiB more per round | %d rounds in %.0f s | load %s'
@@ -334,7 +341,18 @@ def main():
     parser.add_argument('--soak-rounds', type=int, default=1000, help='0 to skip the soak')
     parser.add_argument('--soak-hosts', type=int, default=2)
     args = parser.parse_args()
-    sizes = [int(value) for value in args.sizes.split(',') if value.strip()]
+    sizes = [value.strip() for value in args.sizes.split(',') if value.strip()]
+    if not sizes or not all(value.isdigit() and int(value) > 0 for value in sizes):
+        parser.error('--sizes takes fleet sizes of 1 host or more, separated by commas (10,50,100), not %r'
+                     % args.sizes)
+    sizes = [int(value) for value in sizes]
+    for option, value, least in (('--forks', args.forks, 1), ('--idle-rounds', args.idle_rounds, 1),
+                                 ('--baseline-rounds', args.baseline_rounds, 1), ('--soak-hosts', args.soak_hosts, 1)):
+        if value < least:
+            parser.error('%s must be %d or more, not %d' % (option, least, value))
+    if args.soak_rounds and args.soak_rounds < MIN_SOAK_ROUNDS:
+        parser.error('--soak-rounds must be 0 (no soak) or at least %d, not %d: the soak compares its first and last '
+                     'tenth of the rounds, sampled every 2 s' % (MIN_SOAK_ROUNDS, args.soak_rounds))
     print('Method: per size, a simulator (speed 1, throttle off) and a local-connection inventory; forks %d; '
           'no drain tasks; quiet callback. Round = marginal wall (and CPU of every process) of one idle round, '
           'from runs of 1 and 1+%d rounds; baseline: the same with every host read through the Python module '
