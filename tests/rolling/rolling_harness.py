@@ -206,7 +206,15 @@ def linger_to_skip(events, now, impacts, last_steps, managed):
     return seconds_past_first_removal(visible, now)
 
 
-def linger_to_skip_once_read(events, now, impacts, read_started, managed, clearance=math.inf, due=()):
+def left_to_azure_drained(event, managed, drained):
+    """Whether ``event`` names a VM outside the inventory (``managed``: its VM names), so the run never
+    approves it and Azure starts it at its NotBefore, and every VM of the inventory it names is drained
+    (``drained``: VM names whose hosts are out of service): nothing is left for the run to do before it starts."""
+    ours = set(event['resources']) & set(managed)
+    return bool(ours) and ours <= set(drained) and not set(event['resources']) <= set(managed)
+
+
+def linger_to_skip_once_read(events, now, impacts, read_started, managed, clearance=math.inf, due=(), drained=()):
     """Simulated seconds that take the clock just past the earliest lingering event's removal, or None: the
     skip of ``linger_to_skip`` for runs whose steps are not recorded (the HAProxy e2e run, the AWX job).
 
@@ -223,7 +231,11 @@ def linger_to_skip_once_read(events, now, impacts, read_started, managed, cleara
     ``linger_to_skip``): it cannot start during the jump, and the run keeps
     that much time to drain its hosts (an event the run does not approve, such
     as one naming a VM outside the inventory, waits for its NotBefore, and
-    until then it would hold every other event's linger).
+    until then it would hold every other event's linger). Nor does such an
+    event once every VM of the inventory it names is drained (``drained``:
+    VM names; ``left_to_azure_drained``), as the runs of the stages leave
+    foreign VMs unapproved: the jump may take the clock past its NotBefore,
+    which only starts it sooner, on hosts already out of service.
     """
     visible = only_lingering([event for event in events if event['status'] == 'Started'], now, impacts)
     if not visible:
@@ -231,7 +243,9 @@ def linger_to_skip_once_read(events, now, impacts, read_started, managed, cleara
     if any(event['id'] not in read_started for event in visible if set(event['resources']) & set(managed)):
         return None
     jump = seconds_past_first_removal(visible, now)
-    return jump if nothing_due_by(events, due, now + jump + clearance) else None
+    holding = [event for event in events
+               if not (event['status'] == 'Scheduled' and left_to_azure_drained(event, managed, drained))]
+    return jump if nothing_due_by(holding, due, now + jump + clearance) else None
 
 
 # Event types whose impact restarts the VM: it answers nothing until the impact ends.

@@ -352,8 +352,11 @@ class RollingStage:
           has its NotBefore at least SCHEDULED_CLEARANCE_SECONDS (real time)
           after the jump, move the clock just past the first one's removal
           (``linger_to_skip_once_read``): until then the run only reads what
-          does not change. A stage made with ``skip_linger=False`` keeps the
-          whole wait.
+          does not change. An event naming a VM outside the inventory (the
+          foreign Freeze), which the run never approves, holds nothing once
+          HAProxy has every VM of the inventory it names drained: the run
+          would only wait for its NotBefore. A stage made with
+          ``skip_linger=False`` keeps the whole wait.
 
         Returns the ids of the events it held the clock for.
         """
@@ -371,7 +374,8 @@ class RollingStage:
                 if self.skip_linger:
                     seconds = linger_to_skip_once_read(
                         state['events'], state['clock']['epoch'], impacts_of(self.control), held, managed,
-                        clearance=SCHEDULED_CLEARANCE_SECONDS * self.speed, due=scenario_steps_due(state.get('scenario')))
+                        clearance=SCHEDULED_CLEARANCE_SECONDS * self.speed, due=scenario_steps_due(state.get('scenario')),
+                        drained=self.drained_vms(managed))
                     if seconds is not None:
                         self.control.advance_clock(seconds)
                 time.sleep(0.2)
@@ -390,6 +394,13 @@ class RollingStage:
                 self.control.set_speed(self.speed)
             held.extend(sorted(starting))
         return held
+
+    def drained_vms(self, vm_names):
+        """Those of ``vm_names`` whose HAProxy server is drained (or in maintenance) now: none without HAProxy."""
+        if self.watcher is None:
+            return set()
+        now = time.time()
+        return set(vm for vm in vm_names if self.watcher.drained(self.watcher.state_at(inventory_name(vm), now)))
 
     # -- stopping -----------------------------------------------------------
     def stop(self):

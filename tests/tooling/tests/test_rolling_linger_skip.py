@@ -169,3 +169,37 @@ CLEARANCE = 100.0
 def test_linger_to_skip_once_read_with_a_clearance_for_scheduled_events(events, due, read_started, expected):
     seconds = linger_to_skip_once_read(events, NOW, ENDED, read_started, set(MANAGED), clearance=CLEARANCE, due=due)
     assert seconds == (None if expected is None else expected + LINGER_SKIP_MARGIN)
+
+
+# An event naming a VM outside the inventory waits for its NotBefore (the runs never approve it): once every VM of the
+# inventory it names is drained, it no longer holds the clock, even when the jump takes the clock past its NotBefore.
+FOREIGN_SOON = event(status='Scheduled', resources=('web_1', 'partner_0'), not_before=10.0)
+
+
+@pytest.mark.parametrize('events, drained, expected', [
+    ([event(), FOREIGN_SOON], {'web_1'}, 30.0),
+    ([event(), FOREIGN_SOON], {'web_1', 'spot_0'}, 30.0),
+    # Its inventory VM is still in service: the run has drained it to do.
+    ([event(), FOREIGN_SOON], set(), None),
+    ([event(), FOREIGN_SOON], {'spot_0'}, None),
+    # Only some of its inventory VMs drained.
+    ([event(), event(status='Scheduled', resources=('web_1', 'spot_0', 'partner_0'), not_before=10.0)], {'web_1'},
+     None),
+    # An event of inventory VMs only is the run's to approve, drained or not.
+    ([event(), event(status='Scheduled', resources=('web_1',), not_before=10.0)], {'web_1'}, None),
+    # An event of foreign VMs only is not the run's to read: it holds the clock as before.
+    ([event(), event(status='Scheduled', resources=('partner_0',), not_before=10.0)], {'web_1'}, None),
+    # Drained hosts change nothing else: a scenario step due, or a Started event no round has read.
+    ([event(), event(kind='Reboot', resources=('spot_0',)), FOREIGN_SOON], {'web_1'}, None),
+])
+def test_linger_to_skip_once_read_past_a_foreign_event_whose_hosts_are_drained(events, drained, expected):
+    read_started = {'E-Freeze-web_0'}
+    seconds = linger_to_skip_once_read(events, NOW, ENDED, read_started, set(MANAGED), clearance=CLEARANCE,
+                                       drained=drained)
+    assert seconds == (None if expected is None else expected + LINGER_SKIP_MARGIN)
+
+
+def test_a_foreign_event_whose_hosts_are_drained_does_not_lift_a_scenario_step_due():
+    seconds = linger_to_skip_once_read([event(), FOREIGN_SOON], NOW, ENDED, READ, set(MANAGED), clearance=CLEARANCE,
+                                       due=(NOW + 100.0,), drained={'web_1'})
+    assert seconds is None
