@@ -11,6 +11,15 @@ VENV_PYTHON="${VENV_DIR}/bin/python"
 # allows) must find the project's interpreter even where Debian ships no "python".
 export PATH="${VENV_DIR}/bin:${PATH}"
 
+# Some machines and container images set PYTHONDONTWRITEBYTECODE=1 (this
+# project's CI machine does). Python then compiles the project's own code (the
+# simulator, the harnesses, every test module, which pytest also rewrites)
+# from source in every process, and the stages start hundreds of them. Let
+# Python keep its compiled files: __pycache__ folders are git-ignored and
+# never staged into the collection (stage_collection.py). The collection's
+# own plugins are compiled by ansible's collection loader either way.
+unset PYTHONDONTWRITEBYTECODE
+
 banner() {
     printf '\n==== %s ====\n' "$*"
 }
