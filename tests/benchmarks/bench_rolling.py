@@ -346,10 +346,10 @@ def main():
         parser.error('--sizes takes fleet sizes of 1 host or more, separated by commas (10,50,100), not %r'
                      % args.sizes)
     sizes = [int(value) for value in sizes]
-    for option, value, least in (('--forks', args.forks, 1), ('--idle-rounds', args.idle_rounds, 1),
-                                 ('--baseline-rounds', args.baseline_rounds, 1), ('--soak-hosts', args.soak_hosts, 1)):
-        if value < least:
-            parser.error('%s must be %d or more, not %d' % (option, least, value))
+    for option, value in (('--forks', args.forks), ('--idle-rounds', args.idle_rounds),
+                          ('--baseline-rounds', args.baseline_rounds), ('--soak-hosts', args.soak_hosts)):
+        if value < 1:
+            parser.error('%s must be 1 or more, not %d' % (option, value))
     if args.soak_rounds and args.soak_rounds < MIN_SOAK_ROUNDS:
         parser.error('--soak-rounds must be 0 (no soak) or at least %d, not %d: the soak compares its first and last '
                      'tenth of the rounds, sampled every 2 s' % (MIN_SOAK_ROUNDS, args.soak_rounds))
