@@ -5,6 +5,7 @@ import copy
 import json
 import logging
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -55,6 +56,9 @@ def _parser():
                              'here; port 0 lets the kernel choose; the ready file says where as "arm"')
     parser.add_argument('--arm-settings', metavar='FILE.json',
                         help='ARM facade settings (tokens, quota, paging, Event Grid webhook); see docs/simulator.md')
+    parser.add_argument('--stop-with', type=int, metavar='PID',
+                        help='stop once process PID has ended (tests give their own pid, so a test process that is '
+                             'killed leaves no simulator running)')
     parser.add_argument('--log-file', metavar='PATH',
                         help='where a --background simulator logs (default: the pid file path + ".log")')
     parser.add_argument('--log-level', default='INFO', choices=('DEBUG', 'INFO', 'WARNING', 'ERROR'),
@@ -99,6 +103,56 @@ def _is_simulator(pid):
     except OSError:
         return False
     return b'imds-simulator' in command_line or b'imds_simulator' in command_line
+
+
+class Owner:
+    """The process a simulator runs for (``--stop-with PID``): the simulator stops once it has ended.
+
+    A test that is killed (SIGKILL, a runner's time-out) cannot stop what it
+    started; without this its simulator would run on, holding its ports. On
+    Linux a pidfd names that very process, so a pid the kernel hands to a new
+    process later is never mistaken for the owner; elsewhere the pid is
+    checked with signal 0.
+    """
+
+    def __init__(self, pid):
+        if pid < 1:
+            raise ConfigError('--stop-with: %d is not a process id; give the pid of the process the simulator '
+                              'runs for' % pid)
+        self.pid = pid
+        self._pidfd = None
+        try:
+            self._pidfd = os.pidfd_open(pid)
+            running = True
+        except ProcessLookupError:
+            running = False
+        except (AttributeError, OSError):
+            # No pidfd_open on this platform, or an old kernel (ENOSYS): signal 0 it is.
+            running = _process_exists(pid)
+        if not running:
+            raise ConfigError('--stop-with: no process has pid %d; give the pid of a process that runs' % pid)
+
+    def ended(self):
+        """True once the owner has ended (a pidfd becomes readable then)."""
+        if self._pidfd is not None:
+            readable, _writable, _failed = select.select([self._pidfd], [], [], 0)
+            return bool(readable)
+        return not _process_exists(self.pid)
+
+    def close(self):
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+
+def _process_exists(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it runs, as another user
+    return True
 
 
 def _remove_pidfile(pidfile, pid):
@@ -247,6 +301,7 @@ def _load_arm_settings(path):
 
 def _run_foreground(args, config):
     stopping = threading.Event()
+    owner = Owner(args.stop_with) if args.stop_with is not None else None
     simulator = Simulator(config, args.control)
     arm = None
     if args.arm:
@@ -275,8 +330,12 @@ def _run_foreground(args, config):
     try:
         # A timed wait keeps the main thread responsive to signals.
         while not stopping.wait(0.5):
-            pass
+            if owner is not None and owner.ended():
+                logging.getLogger('imds_simulator').info('process %d (--stop-with) has ended: stopping', owner.pid)
+                break
     finally:
+        if owner is not None:
+            owner.close()
         if arm is not None:
             arm.stop()
         simulator.stop()
@@ -306,6 +365,9 @@ def main(argv=None):
         elif args.arm_settings:
             return _fail('--arm-settings needs --arm HOST:PORT', 2)
         config = _load_config(args)
+        if args.stop_with is not None:
+            # Checked here too, so that --background says so itself.
+            Owner(args.stop_with).close()
         if args.background:
             return _start_background(args, config, argv)
         return _run_foreground(args, config)

@@ -8,7 +8,9 @@
 Every VM whose ``listen`` port is 0 (and the control API, unless
 ``control`` says otherwise) gets a free port when it is bound, so two test
 runs on one machine never meet. Everything the process writes (pid file,
-log, ready file, config) stays in ``work_dir``.
+log, ready file, config) stays in ``work_dir``. The simulator runs for the
+process that started it (``--stop-with``): when that process is killed
+before it can stop the simulator, the simulator stops itself.
 """
 
 import json
@@ -50,7 +52,7 @@ class SimulatorProcess:
     def start(self):
         os.makedirs(self.work_dir, exist_ok=True)
         command = [self.python, SCRIPT, '--background', '--pidfile', self.pidfile, '--ready-file', self.ready_file,
-                   '--log-file', self.log_file, '--control', self.control_listen]
+                   '--log-file', self.log_file, '--control', self.control_listen, '--stop-with', str(os.getpid())]
         if self.config is not None:
             with open(self.config_file, 'w', encoding='utf-8') as handle:
                 json.dump(self.config, handle)

@@ -186,3 +186,97 @@ def test_background_creates_the_folders_of_its_files(tmp_path, background):
         assert pidfile.exists() and (tmp_path / 'not' / 'yet' / 'there.pid.log').exists()
     finally:
         assert run('--stop', '--pidfile', str(pidfile)).returncode == 0
+
+
+def is_gone(pid):
+    """True once ``pid`` has ended (a zombie waiting for its reaper has ended too)."""
+    try:
+        with open('/proc/%d/stat' % pid, encoding='ascii') as handle:
+            return handle.read().rsplit(')', 1)[1].split()[0] in ('Z', 'X')
+    except OSError:
+        return True
+
+
+def ended_process():
+    """The pid of a process that has ended and been reaped."""
+    child = subprocess.Popen([sys.executable, '-c', 'pass'])
+    child.wait(timeout=30)
+    return child.pid
+
+
+# A test process that holds a simulator and waits to be killed: it prints the
+# simulator's pid, pid file and control address, then sleeps.
+HOLDER = '''
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from imds_simulator.process import SimulatorProcess
+sim = SimulatorProcess(sys.argv[2], config={'vms': [{'name': 'held_0', 'listen': '127.0.0.1:0'}]}).start()
+print(json.dumps({'pid': sim.pid, 'pidfile': sim.pidfile, 'log': sim.log_file, 'control': sim.ready['control']}),
+      flush=True)
+time.sleep(600)
+'''
+
+
+def test_a_simulator_stops_itself_once_the_test_process_that_started_it_is_killed(tmp_path):
+    holder = subprocess.Popen([sys.executable, '-c', HOLDER, os.path.dirname(SCRIPT), str(tmp_path / 'held')],
+                              stdout=subprocess.PIPE, text=True)
+    simulator = None
+    try:
+        simulator = json.loads(holder.stdout.readline())
+        assert not is_gone(simulator['pid'])
+        # SIGKILL: the holder's `with` blocks and finalizers never run.
+        holder.kill()
+        holder.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not is_gone(simulator['pid']):
+            time.sleep(0.1)
+        assert is_gone(simulator['pid']), 'the simulator outlived the process it ran for'
+        # It stopped the way --stop stops it: pid file removed, ports closed, the reason logged.
+        assert not os.path.exists(simulator['pidfile'])
+        with open(simulator['log'], encoding='utf-8') as log:
+            assert 'process %d (--stop-with) has ended: stopping' % holder.pid in log.read()
+        with pytest.raises(OSError):
+            socket.create_connection(('127.0.0.1', int(simulator['control'].rsplit(':', 1)[1])), timeout=1).close()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(timeout=30)
+        holder.stdout.close()
+        if simulator is not None and not is_gone(simulator['pid']):
+            os.kill(simulator['pid'], signal.SIGKILL)
+
+
+@pytest.mark.parametrize('pid_of', [ended_process, lambda: 0, lambda: -5])
+def test_stop_with_a_process_that_does_not_run_is_refused_before_anything_starts(tmp_path, pid_of):
+    pid = pid_of()
+    config_path, dummy = write_config(tmp_path)
+    pidfile = tmp_path / 'refused.pid'
+    for mode in (['--background', '--pidfile', str(pidfile)], []):
+        result = run(*mode, '--config', str(config_path), '--control', '127.0.0.1:0', '--stop-with', str(pid))
+        assert result.returncode == 2, result.stderr
+        assert '--stop-with' in result.stderr and str(pid) in result.stderr and 'give the pid' in result.stderr
+        assert not pidfile.exists()
+
+
+@pytest.mark.parametrize('pidfd', ['pidfd', 'signal 0 (no pidfd_open)'])
+def test_the_owner_is_seen_to_end_whichever_way_it_is_watched(monkeypatch, pidfd):
+    from imds_simulator.cli import Owner
+    if pidfd != 'pidfd':
+        def no_pidfd(pid):
+            raise OSError(38, 'Function not implemented')
+        monkeypatch.setattr(os, 'pidfd_open', no_pidfd, raising=False)
+    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])
+    owner = Owner(child.pid)
+    try:
+        assert not owner.ended()
+        child.kill()
+        child.wait(timeout=30)
+        assert owner.ended()
+    finally:
+        owner.close()
+        if child.poll() is None:
+            child.kill()
+            child.wait(timeout=30)
+    itself = Owner(os.getpid())
+    assert not itself.ended()
+    itself.close()
