@@ -365,8 +365,9 @@ def main(argv=None):
         elif args.arm_settings:
             return _fail('--arm-settings needs --arm HOST:PORT', 2)
         config = _load_config(args)
-        if args.stop_with is not None:
-            # Checked here too, so that --background says so itself.
+        if args.background and args.stop_with is not None:
+            # The detached child checks it too (_run_foreground), but only this
+            # process's message reaches the caller.
             Owner(args.stop_with).close()
         if args.background:
             return _start_background(args, config, argv)

@@ -28,6 +28,15 @@ def run(*args, timeout=30):
                           check=False)
 
 
+def is_gone(pid):
+    """True once ``pid`` has ended (a zombie waiting for its reaper has ended too)."""
+    try:
+        with open('/proc/%d/stat' % pid, encoding='ascii') as handle:
+            return handle.read().rsplit(')', 1)[1].split()[0] in ('Z', 'X')
+    except OSError:
+        return True
+
+
 @pytest.fixture
 def background(tmp_path):
     """Start a --background simulator; it is stopped (and checked gone) afterwards."""
@@ -71,7 +80,7 @@ def test_background_start_and_stop(tmp_path, background):
     stopped = run('--stop', '--pidfile', str(pidfile))
     assert stopped.returncode == 0 and 'stopped' in stopped.stdout
     assert not pidfile.exists()
-    assert not os.path.exists('/proc/%d' % pid) or open('/proc/%d/stat' % pid).read().split()[2] == 'Z'
+    assert is_gone(pid)
     with pytest.raises(OSError):
         socket.create_connection(('127.0.0.1', int(control.rsplit(':', 1)[1])), timeout=1).close()
     assert run('--stop', '--pidfile', str(pidfile)).returncode == 0
@@ -186,15 +195,6 @@ def test_background_creates_the_folders_of_its_files(tmp_path, background):
         assert pidfile.exists() and (tmp_path / 'not' / 'yet' / 'there.pid.log').exists()
     finally:
         assert run('--stop', '--pidfile', str(pidfile)).returncode == 0
-
-
-def is_gone(pid):
-    """True once ``pid`` has ended (a zombie waiting for its reaper has ended too)."""
-    try:
-        with open('/proc/%d/stat' % pid, encoding='ascii') as handle:
-            return handle.read().rsplit(')', 1)[1].split()[0] in ('Z', 'X')
-    except OSError:
-        return True
 
 
 def ended_process():
