@@ -81,7 +81,21 @@ install_debian_packages
 exec {venv_lock}>"${VENV_DIR}.lock"
 flock "${venv_lock}"
 create_venv
+# make test (BOOTSTRAP_STAGE_VENVS=yes) also has the venvs its stages make for
+# themselves made here, beside pip installing .venv's requirements: on a new
+# machine that install keeps one core busy for most of a minute while the
+# other has nothing to do, and the stages would then make those venvs while
+# every core is taken. They need only .venv's pip, which create_venv put there.
+# Its failure fails nothing here: the stages that need those venvs make them
+# again and report. (The lock on .venv is not handed to it.)
+if [[ "${BOOTSTRAP_STAGE_VENVS:-}" == "yes" ]]; then
+    trap 'finish_alongside || true' EXIT
+    start_alongside bash "${TOOLING_DIR}/run-all.sh" --venvs-only {venv_lock}>&-
+fi
 install_requirements
 install_zip_compile_cache "${VENV_DIR}"
 "${VENV_PYTHON}" "${TOOLING_DIR}/seed_ansible_test_pip.py"
 make_ansible_test_key_pair
+if ! finish_alongside; then
+    echo "bootstrap: making the stages' venvs failed (above); the stages that need them will make them again and report"
+fi

@@ -29,6 +29,35 @@ die() {
     exit 1
 }
 
+# Work that goes on beside a step that keeps one core busy and leaves the
+# other idle (bootstrap.sh: pip installing .venv's requirements), one at a
+# time. start_alongside COMMAND... starts it in the background with its output
+# in a file of its own; finish_alongside waits for it, prints that output under
+# a banner with its exit status, and returns that status (0 when none was
+# started). A script that starts one also finishes it on every way out (an EXIT
+# trap), so nothing it started is left running.
+ALONGSIDE_PID=""
+ALONGSIDE_LOG=""
+ALONGSIDE_COMMAND=""
+start_alongside() {
+    [[ -z "${ALONGSIDE_PID}" ]] || die "start_alongside: '${ALONGSIDE_COMMAND}' has not been finished"
+    ALONGSIDE_LOG="$(mktemp "${TMPDIR:-/tmp}/azure-maintenance-alongside.XXXXXX")"
+    ALONGSIDE_COMMAND="$*"
+    "$@" >"${ALONGSIDE_LOG}" 2>&1 &
+    ALONGSIDE_PID=$!
+}
+
+finish_alongside() {
+    local status=0
+    [[ -n "${ALONGSIDE_PID}" ]] || return 0
+    wait "${ALONGSIDE_PID}" || status=$?
+    ALONGSIDE_PID=""
+    banner "alongside: ${ALONGSIDE_COMMAND} (exit ${status})"
+    cat "${ALONGSIDE_LOG}"
+    rm -f "${ALONGSIDE_LOG}"
+    return "${status}"
+}
+
 require_venv() {
     [[ -x "${VENV_PYTHON}" ]] || die "${VENV_DIR} is missing: run 'make bootstrap' first."
 }

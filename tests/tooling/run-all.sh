@@ -24,6 +24,42 @@ set -euo pipefail
 # shellcheck source=tests/tooling/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
+# The venvs stages make for themselves on first use (in the checkout's
+# build/venvs, kept between runs): the matrix's cores and the docs site's.
+# `run-all.sh --venvs-only` makes them all, side by side, and stops: make
+# test's bootstrap runs it while pip installs .venv's requirements, which keeps
+# one core busy and leaves the other idle (bootstrap.sh). The stages then find
+# them made; a stage whose venv is missing still makes it.
+MATRIX_VENVS="run-matrix.sh --venvs-only 2.16 2.17:rolling 2.18:rolling"
+VENV_STEPS=("${MATRIX_VENVS}" "run-docs.sh --venv-only")
+
+make_stage_venvs() {
+    local work index status=0 step_status
+    local -a arguments pids=()
+    work="$(mktemp -d "${TMPDIR:-/tmp}/azure-maintenance-venvs.XXXXXX")"
+    for index in "${!VENV_STEPS[@]}"; do
+        read -r -a arguments <<<"${VENV_STEPS[${index}]}"
+        BUILD_DIR="${work}/build-${index}" bash "${TOOLING_DIR}/${arguments[0]}" "${arguments[@]:1}" \
+            >"${work}/${index}.log" 2>&1 &
+        pids+=($!)
+    done
+    for index in "${!VENV_STEPS[@]}"; do
+        step_status=0
+        wait "${pids[${index}]}" || step_status=$?
+        banner "${VENV_STEPS[${index}]} (exit ${step_status})"
+        cat "${work}/${index}.log"
+        [[ ${step_status} -eq 0 ]] || status=1
+    done
+    rm -rf "${work}"
+    return "${status}"
+}
+
+if [[ "${1-}" == "--venvs-only" ]]; then
+    make_stage_venvs
+    exit
+fi
+[[ $# -eq 0 ]] || die "usage: run-all.sh [--venvs-only]"
+
 SLOTS="${MAKE_TEST_SLOTS:-4}"
 [[ "${SLOTS}" =~ ^[1-9][0-9]*$ ]] || die "MAKE_TEST_SLOTS must be a whole number of at least 1, got '${SLOTS}'"
 
@@ -38,7 +74,7 @@ SERVICE_TARGET="role_scheduled_events_service"
 STAGES=(
     # The venvs of ansible-core 2.16, 2.17 and 2.18 (first time only) [35 s]:
     # first, as every matrix stage needs them.
-    "matrix-venvs:run-matrix.sh --venvs-only 2.16 2.17:rolling 2.18:rolling"
+    "matrix-venvs:${MATRIX_VENVS}"
     # tests/rolling on this venv's core (2.19) in two workers [330 s].
     "rolling-system-tests:run-rolling-system-tests.sh"
     # The service role's target, which also runs the daemon's suite against

@@ -17,14 +17,23 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 # shellcheck source=tests/tooling/tool_venv.sh
 source "${TOOLING_DIR}/tool_venv.sh"
 
+# --venv-only: make the venv and stop (run-all.sh --venvs-only).
+venv_only=0
+case "${1-}" in
+    "") ;;
+    --venv-only) venv_only=1 ;;
+    *) die "usage: run-docs.sh [--venv-only]" ;;
+esac
+
 COLLECTION="azure_maintenance.scheduled_events"
 DOCS_DIR="${BUILD_DIR}/docs"
 DOCS_VENV="${VENVS_DIR}/docs"
 DOCS_REQUIREMENTS="${REPO_ROOT}/tests/requirements/docs.txt"
 SPHINX_CONF_DIR="${REPO_ROOT}/tests/docs/sphinx"
 
-banner "docs: antsibull-docs + Sphinx into ${DOCS_DIR}/html"
+[[ ${venv_only} -eq 1 ]] || banner "docs: antsibull-docs + Sphinx into ${DOCS_DIR}/html"
 prepare_tool_venv "${DOCS_VENV}" "docs" -r "${DOCS_REQUIREMENTS}"
+[[ ${venv_only} -eq 0 ]] || exit 0
 export PATH="${DOCS_VENV}/bin:${PATH}"
 
 # antsibull-docs reads the docs through ansible-doc, which must find the
