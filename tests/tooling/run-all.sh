@@ -31,26 +31,18 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 # one core busy and leaves the other idle (bootstrap.sh). The stages then find
 # them made; a stage whose venv is missing still makes it.
 MATRIX_VENVS="run-matrix.sh --venvs-only 2.16 2.17:rolling 2.18:rolling"
-VENV_STEPS=("${MATRIX_VENVS}" "run-docs.sh --venv-only")
 
 make_stage_venvs() {
-    local work index status=0 step_status
-    local -a arguments pids=()
-    work="$(mktemp -d "${TMPDIR:-/tmp}/azure-maintenance-venvs.XXXXXX")"
-    for index in "${!VENV_STEPS[@]}"; do
-        read -r -a arguments <<<"${VENV_STEPS[${index}]}"
-        BUILD_DIR="${work}/build-${index}" bash "${TOOLING_DIR}/${arguments[0]}" "${arguments[@]:1}" \
-            >"${work}/${index}.log" 2>&1 &
-        pids+=($!)
-    done
-    for index in "${!VENV_STEPS[@]}"; do
-        step_status=0
-        wait "${pids[${index}]}" || step_status=$?
-        banner "${VENV_STEPS[${index}]} (exit ${step_status})"
-        cat "${work}/${index}.log"
-        [[ ${step_status} -eq 0 ]] || status=1
-    done
-    rm -rf "${work}"
+    local status=0
+    local -a matrix
+    read -r -a matrix <<<"${MATRIX_VENVS}"
+    # Neither step leaves anything in it that a stage needs.
+    BUILD_DIR="$(mktemp -d "${TMPDIR:-/tmp}/azure-maintenance-venvs.XXXXXX")"
+    export BUILD_DIR
+    start_alongside bash "${TOOLING_DIR}/${matrix[0]}" "${matrix[@]:1}"
+    bash "${TOOLING_DIR}/run-docs.sh" --venv-only || status=1
+    finish_alongside || status=1
+    rm -rf "${BUILD_DIR}"
     return "${status}"
 }
 

@@ -11,8 +11,11 @@ steps): start_alongside/finish_alongside (common.sh), `run-all.sh
 """
 
 import os
+import re
 import subprocess
 import sys
+
+import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stand_in import stand_in_tooling  # noqa: E402 pylint: disable=wrong-import-position
@@ -67,7 +70,7 @@ for _ in $(seq 600); do
     [[ $(wc -l <"${STAND_IN_DIR}/started") -ge 2 ]] && break
     sleep 0.05
 done
-echo "output of $(basename "$0") with ${BUILD_DIR##*/}"
+echo "output of $(basename "$0") in ${BUILD_DIR}"
 [[ "$(basename "$0")" != "${FAIL_STEP:-}" ]] || exit 3
 '''
 OTHER_STAGE_STAND_IN = r'''#!/usr/bin/env bash
@@ -98,19 +101,23 @@ def test_venvs_only_makes_the_matrix_and_docs_venvs_side_by_side_and_runs_no_sta
     assert sorted((stand_in_dir / 'started').read_text(encoding='utf-8').splitlines()) == [
         'run-docs.sh --venv-only', 'run-matrix.sh --venvs-only 2.16 2.17:rolling 2.18:rolling']
     assert not (stand_in_dir / 'others').exists()
-    # Each step's output whole, under its own line, in the order of the steps.
-    assert ('==== run-matrix.sh --venvs-only 2.16 2.17:rolling 2.18:rolling (exit 0) ====\n'
-            'output of run-matrix.sh with build-0\n') in done.stdout
-    assert '==== run-docs.sh --venv-only (exit 0) ====\noutput of run-docs.sh with build-1\n' in done.stdout
+    # The docs step's output as it comes, then the matrix step's, whole, under its own line; both
+    # in a folder of the run's own under TMPDIR, removed after.
+    build_dir = re.escape(str(temporary / 'azure-maintenance-venvs.')) + r'\w+'
+    assert re.search(r'\Aoutput of run-docs.sh in %s\n\n==== alongside: bash \S+/run-matrix.sh --venvs-only 2.16 '
+                     r'2.17:rolling 2.18:rolling \(exit 0\) ====\noutput of run-matrix.sh in %s\n\Z'
+                     % (build_dir, build_dir), done.stdout), done.stdout
     assert os.listdir(str(temporary)) == []
 
 
-def test_venvs_only_fails_when_a_step_fails_after_both_have_run(tmp_path):
-    done, stand_in_dir, temporary = run_venvs_only(tmp_path, FAIL_STEP='run-matrix.sh')
+@pytest.mark.parametrize('failing', ['run-matrix.sh', 'run-docs.sh'])
+def test_venvs_only_fails_when_a_step_fails_after_both_have_run(tmp_path, failing):
+    done, stand_in_dir, temporary = run_venvs_only(tmp_path, FAIL_STEP=failing)
     assert done.returncode == 1
     assert len((stand_in_dir / 'started').read_text(encoding='utf-8').splitlines()) == 2
-    assert '(exit 3) ====\noutput of run-matrix.sh' in done.stdout
-    assert '==== run-docs.sh --venv-only (exit 0) ====' in done.stdout
+    assert 'output of run-docs.sh' in done.stdout
+    assert '--venvs-only 2.16 2.17:rolling 2.18:rolling (exit %d) ====\noutput of run-matrix.sh' % (
+        3 if failing == 'run-matrix.sh' else 0) in done.stdout
     assert os.listdir(str(temporary)) == []
 
 
@@ -118,7 +125,7 @@ def test_the_matrix_venvs_stage_makes_the_same_venvs_as_venvs_only():
     with open(os.path.join(TOOLING, 'run-all.sh'), encoding='utf-8') as handle:
         text = handle.read()
     assert '"matrix-venvs:${MATRIX_VENVS}"' in text
-    assert 'VENV_STEPS=("${MATRIX_VENVS}" "run-docs.sh --venv-only")' in text
+    assert 'read -r -a matrix <<<"${MATRIX_VENVS}"' in text
 
 
 # bootstrap.sh with what would take minutes made quick: .venv is a venv of the distribution's
