@@ -34,16 +34,22 @@ MATRIX_REQUIREMENTS="${REPO_ROOT}/tests/requirements/matrix.txt"
 PLUGIN_TARGETS="module_scheduled_events_info module_scheduled_events_approve lookup_scheduled_events filter_scheduled_events"
 # The rolling playbook against the simulator (tests/rolling): every scenario on
 # the newest core. On the minors between, the scenario that takes every path of
-# a normal run (drain, approve, wait, verify, undrain, a foreign event) over
-# IMDS and over the fleet plane. On the oldest core, also every other task
-# file and plugin the playbook runs: the Windows-path tasks, the quiet output
-# callback, check mode, the input checks, the over-budget exit and the rounds
-# going on from one play of rounds to the next. The scenarios left to the
-# newest core differ only in the events they play, and those are decided in
-# Python that does not depend on the core. One scenario at a time: make test
-# runs these jobs beside the newest core's, which has the two workers.
+# a normal run (drain, approve, wait, verify, undrain, a foreign event): over
+# IMDS on 2.17, over the fleet plane on 2.18. The oldest and the newest core
+# play it both ways, so each way is played on the cores at both ends and on
+# one between; both ways on both minors between cost about 30 more CPU-s of
+# make test, whose length is its CPU. On the oldest core, also every other
+# task file and plugin the playbook runs: the Windows-path tasks, the quiet
+# output callback, check mode, the input checks, the over-budget exit and the
+# rounds going on from one play of rounds to the next. The scenarios left to
+# the newest core differ only in the events they play, and those are decided
+# in Python that does not depend on the core. One scenario at a time: make
+# test runs these jobs beside the newest core's, which has the two workers.
+# tests/tooling/tests/test_matrix_rolling_jobs.py checks that every -k below
+# still selects what it names.
 ROLLING_ALL="env PYTEST_WORKERS=0 SYSTEM_TEST_SUITES=tests/rolling bash tests/tooling/run-system-tests.sh"
-ROLLING_ONE="${ROLLING_ALL} -k four_events_at_once"
+ROLLING_IMDS="${ROLLING_ALL} -k four_events_at_once_are_all_handled"
+ROLLING_FLEET="${ROLLING_ALL} -k four_events_at_once_over_the_fleet_plane"
 ROLLING_OLDEST="${ROLLING_ALL} -k (four_events_at_once)or(mixed_linux)or(quiet_output)or(check_mode)or(misspelled)or(never_fit)or(from_play_to_play)"
 
 MATRIX_JOBS=(
@@ -59,9 +65,9 @@ MATRIX_JOBS=(
     # longest of make test), which test the role's choice of systemd calls.
     "2.16 integration env INTEGRATION_VARS=role_test_older_core=true bash tests/tooling/run-integration.sh"
     "2.16 rolling ${ROLLING_OLDEST}"
-    "2.17 rolling ${ROLLING_ONE}"
+    "2.17 rolling ${ROLLING_IMDS}"
     "2.17 plugins bash tests/tooling/run-integration.sh ${PLUGIN_TARGETS}"
-    "2.18 rolling ${ROLLING_ONE}"
+    "2.18 rolling ${ROLLING_FLEET}"
     "2.18 plugins bash tests/tooling/run-integration.sh ${PLUGIN_TARGETS}"
     "2.19 sanity bash tests/tooling/run-sanity.sh"
     "2.19 integration bash tests/tooling/run-integration.sh"
