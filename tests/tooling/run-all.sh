@@ -84,7 +84,8 @@ STAGES=(
     "integration:run-integration.sh --exclude ${SERVICE_TARGET}"
     # HAProxy under load, ansible-runner as AWX runs jobs [270 s].
     "e2e-tests:run-e2e-tests.sh"
-    # The rolling playbook on the cores between [280 s].
+    # The rolling playbook on the cores between: over IMDS on 2.17, over the
+    # fleet plane on 2.18 [90 s].
     "matrix-rolling:run-matrix.sh 2.17:rolling 2.18:rolling"
     "sanity:run-sanity.sh"
     # The fault matrix, EDA under ansible-rulebook, ansible-builder and the
