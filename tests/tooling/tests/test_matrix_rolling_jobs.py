@@ -12,23 +12,21 @@ core between.
 """
 
 import functools
-import os
 import re
 import subprocess
 import sys
 
 import pytest
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-RUN_MATRIX = os.path.join(REPO_ROOT, 'tests', 'tooling', 'run-matrix.sh')
+import version_floors
+
 NORMAL_RUN = ('tests/rolling/test_overlapping_events.py::test_four_events_at_once_are_all_handled_within_max_unavailable',
               'tests/rolling/test_overlapping_events_fleet.py::test_four_events_at_once_over_the_fleet_plane')
 
 
 def rolling_jobs():
     """{core: -k expression or None (every scenario)} of run-matrix.sh's rolling jobs."""
-    with open(RUN_MATRIX, encoding='utf-8') as handle:
-        script = handle.read()
+    script = version_floors.read('tests/tooling/run-matrix.sh')
     selectors = dict(re.findall(r'^(ROLLING_\w+)="\$\{ROLLING_ALL\} -k (\S+)"$', script, re.M))
     jobs = re.findall(r'^\s*"(\d+\.\d+) rolling \$\{(ROLLING_\w+)\}"$', script, re.M)
     assert jobs, 'no rolling job found in run-matrix.sh'
@@ -38,20 +36,18 @@ def rolling_jobs():
 @functools.lru_cache(maxsize=None)
 def collected(expression):
     command = [sys.executable, '-m', 'pytest', '--collect-only', '-q', '-p', 'no:cacheprovider', 'tests/rolling']
-    result = subprocess.run(command + (['-k', expression] if expression else []), cwd=REPO_ROOT,
+    result = subprocess.run(command + (['-k', expression] if expression else []), cwd=version_floors.REPOSITORY_ROOT,
                             capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode in (0, 5), result.stdout + result.stderr
     return set(line.split('[')[0] for line in result.stdout.splitlines() if line.startswith('tests/rolling/'))
 
 
-def core_key(core):
-    return tuple(int(part) for part in core.split('.'))
-
-
 JOBS = rolling_jobs()
+# Oldest first, as the matrix orders its cores.
+CORES = [core for core in version_floors.matrix_cores() if core in JOBS]
 
 
-@pytest.mark.parametrize('core', sorted(JOBS, key=core_key))
+@pytest.mark.parametrize('core', CORES)
 def test_each_rolling_job_and_each_alternative_of_its_selector_selects_a_scenario(core):
     expression = JOBS[core]
     assert collected(expression), 'the %s rolling job selects no scenario' % core
@@ -60,8 +56,7 @@ def test_each_rolling_job_and_each_alternative_of_its_selector_selects_a_scenari
 
 
 def test_a_normal_run_is_played_over_imds_and_the_fleet_plane_at_both_ends_and_between():
-    cores = sorted(JOBS, key=core_key)
-    played = dict((core, collected(JOBS[core])) for core in cores)
+    played = dict((core, collected(JOBS[core])) for core in CORES)
     for scenario in NORMAL_RUN:
-        assert scenario in played[cores[0]] and scenario in played[cores[-1]], (scenario, played)
-        assert any(scenario in played[core] for core in cores[1:-1]), (scenario, played)
+        assert scenario in played[CORES[0]] and scenario in played[CORES[-1]], (scenario, played)
+        assert any(scenario in played[core] for core in CORES[1:-1]), (scenario, played)
