@@ -5,6 +5,8 @@
 """The metrics listener: idle clients wedge nothing, a taken port is said clearly."""
 
 import socket
+import struct
+import sys
 import threading
 import urllib.request
 
@@ -44,6 +46,46 @@ def test_an_idle_connection_does_not_block_scrapes_or_stop(server):
     finally:
         idle.close()
         half.close()
+
+
+class HeldRender(Metrics):
+    """Metrics whose rendering waits until the test lets it go, so the scraper can hang up first."""
+
+    def __init__(self):
+        super().__init__()
+        self.asked = threading.Event()
+        self.go_on = threading.Event()
+
+    def render(self):
+        self.asked.set()
+        self.go_on.wait(LIMIT_SECONDS)
+        return super().render()
+
+
+def test_a_scraper_that_hangs_up_before_the_answer_leaves_no_traceback(capfd):
+    # A scraper's own time-out (Prometheus' scrape_timeout) closes the
+    # connection while the answer is being made; the service must not write a
+    # traceback into its journal for that, and must go on serving.
+    metrics = HeldRender()
+    metrics.add('polls_total', 3)
+    running = MetricsServer(metrics, '127.0.0.1', 0)
+    running.start()
+    try:
+        scraper = socket.create_connection(running.address, timeout=LIMIT_SECONDS)
+        scraper.sendall(b'GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n')
+        assert metrics.asked.wait(LIMIT_SECONDS), 'the scrape never reached the metrics'
+        # Closed with a reset, as a client that gives up does: the answer's write fails at once.
+        scraper.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+        scraper.close()
+        metrics.go_on.set()
+        metrics.asked.clear()
+        assert 'scheduled_events_service_polls_total 3' in scrape(running.address)
+    finally:
+        metrics.go_on.set()
+        running.stop()
+    sys.stderr.flush()
+    written = capfd.readouterr()
+    assert 'Traceback' not in written.err + written.out, written.err
 
 
 def test_a_port_held_by_another_program_is_refused_clearly():

@@ -13,6 +13,7 @@ daemon.
 
 import errno
 import socket
+import sys
 import threading
 
 from .atomic import write_atomically
@@ -194,6 +195,15 @@ class MetricsServer(object):
             # Connection threads never delay a stop or a reload.
             daemon_threads = True
             block_on_close = False
+
+            def handle_error(self, request, client_address):
+                # A scraper that hung up before its answer (its own time-out
+                # ran out) costs the service nothing; socketserver would write
+                # a traceback into the journal for every such scrape. Any
+                # other error is a fault of ours and keeps its traceback.
+                if isinstance(sys.exc_info()[1], ConnectionError):
+                    return
+                HTTPServer.handle_error(self, request, client_address)
 
         try:
             self.server = _Server((host, port), _MetricsHandler)
