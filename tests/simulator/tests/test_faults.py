@@ -3,6 +3,7 @@
 import http.client
 import json
 import socket
+import struct
 import threading
 import time
 
@@ -69,6 +70,33 @@ def test_clearing_the_faults_lets_a_held_request_go_on_at_once(sim):
     started = time.monotonic()
     assert sim.get('vm0').status == 200
     assert time.monotonic() - started >= 0.35
+
+
+def test_a_client_that_gave_up_on_a_held_request_leaves_no_traceback(sim, capfd):
+    # A module's time-out runs out while IMDS holds its answer (a delay
+    # fault): the simulator's late answer then meets a closed connection,
+    # which is what happens to clients, not a fault of the simulator's to
+    # report with a traceback in its log.
+    sim.control.add_fault('delay', delay_seconds=60)
+    client = socket.create_connection(sim.address('vm0'), timeout=30)
+    client.sendall(('GET %s?api-version=%s HTTP/1.1\r\nHost: 169.254.169.254\r\nMetadata: true\r\n\r\n'
+                    % (SE_PATH, API)).encode('ascii'))
+    deadline = time.monotonic() + 30
+    while sim.control.faults() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sim.control.faults() == [], 'the request never met the fault'
+    # Closed with a reset, as a client that gives up does: the held answer's write fails.
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+    client.close()
+    sim.control.clear_faults()
+    # The held request's thread reports any error before it ends (the simulator runs in this process).
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(
+            'process_request_thread' in thread.name and thread.is_alive() for thread in threading.enumerate()):
+        time.sleep(0.05)
+    assert sim.get('vm0').status == 200
+    written = capfd.readouterr()
+    assert 'Traceback' not in written.err + written.out, written.err
 
 
 def test_malformed_fault_sends_truncated_json(sim):
