@@ -63,7 +63,7 @@ import time
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'rolling'))
 
-from rolling_harness import PLAYBOOK, RollingWorld, parse_iso  # noqa: E402 pylint: disable=wrong-import-position
+from rolling_harness import PLAYBOOK, RollingWorld, ends_with_this_process, parse_iso  # noqa: E402 pylint: disable=wrong-import-position
 
 from process_figures import cpu_seconds, load_average, memory_kib  # noqa: E402 pylint: disable=wrong-import-position
 
@@ -170,7 +170,7 @@ def sample_run(command, env, cwd, log_path, rounds_done):
     samples = []
     with open(log_path, 'w', encoding='utf-8') as log:
         process = subprocess.Popen(command, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL)
+                                   stdin=subprocess.DEVNULL, preexec_fn=ends_with_this_process())
         started = time.time()
         deadline = started + 4 * 3600
         try:

@@ -49,7 +49,7 @@ import urllib.request
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'simulator'))
 
-from imds_simulator.process import SimulatorProcess  # noqa: E402  (path set just above)
+from imds_simulator.process import SimulatorProcess, ends_with_this_process  # noqa: E402  (path set just above)
 from process_figures import cpu_seconds, load_average, memory_kib  # noqa: E402  (beside this script)
 
 PROGRAM = os.environ.get('SCHEDULED_EVENTS_SERVICE_PROGRAM') or os.path.join(
@@ -141,7 +141,8 @@ class Bench(object):
 
     def start(self, argv, log_name, env=None):
         log = open(os.path.join(self.workdir, log_name), 'w')
-        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **(env or {})))
+        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **(env or {})),
+                                   preexec_fn=ends_with_this_process())
         log.close()
         self.processes.append(process)
         return process

@@ -26,7 +26,7 @@ NO_JVM_PERF_DATA = '-XX:-UsePerfData'
 ANSIBLE_TEST_CONFIG = os.path.join(REPO_ROOT, 'tests', 'integration', 'integration.cfg')
 
 sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'simulator'))
-from imds_simulator.process import SimulatorProcess, SimulatorStartError  # noqa: E402  pylint: disable=wrong-import-position
+from imds_simulator.process import SimulatorProcess, SimulatorStartError, ends_with_this_process  # noqa: E402  pylint: disable=wrong-import-position
 
 
 class HarnessError(Exception):
@@ -226,7 +226,8 @@ class Rulebook(object):
     def __enter__(self):
         self._output = open(self.output_path, 'w', encoding='utf-8')
         self.process = subprocess.Popen(self.command, cwd=self.work_dir, env=self.env, stdout=self._output,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+                                        stderr=subprocess.STDOUT, start_new_session=True,
+                                        preexec_fn=ends_with_this_process())
         return self
 
     def output(self):

@@ -20,7 +20,7 @@ if SIMULATOR_DIR not in sys.path:
     sys.path.insert(0, SIMULATOR_DIR)
 
 from imds_simulator.json_lines import read_complete_lines  # noqa: E402  (path set just above)
-from imds_simulator.process import SimulatorProcess  # noqa: E402  (path set just above)
+from imds_simulator.process import SimulatorProcess, ends_with_this_process  # noqa: E402  (path set just above)
 
 SERVICE_PROGRAM = os.path.join(REPO_ROOT, 'roles', 'scheduled_events_service', 'files', 'scheduled-events-service')
 MODULES_DIR = os.path.join(REPO_ROOT, 'plugins', 'modules')
@@ -99,7 +99,8 @@ class Service(object):
     def start(self):
         self._log = open(self.log_path, 'a')
         self.process = subprocess.Popen([sys.executable, SERVICE_PROGRAM, '--config', self.config_path],
-                                        stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                        stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        preexec_fn=ends_with_this_process())
         self.wait_for(lambda: 'polling ' in self.log_text() or self.process.poll() is not None)
         assert self.process.poll() is None, 'the service exited at start:\n' + self.log_text()
         return self

@@ -37,7 +37,7 @@ ANSIBLE_TEST_CONFIG = os.path.join(COLLECTION_ROOT, 'tests', 'integration', 'int
 
 if SIMULATOR_DIR not in sys.path:
     sys.path.insert(0, SIMULATOR_DIR)
-from imds_simulator.process import SimulatorProcess  # noqa: E402 pylint: disable=wrong-import-position
+from imds_simulator.process import SimulatorProcess, ends_with_this_process  # noqa: E402 pylint: disable=wrong-import-position
 from imds_simulator.clock import parse_iso  # noqa: E402 pylint: disable=wrong-import-position
 from imds_simulator.json_lines import read_complete_lines  # noqa: E402 pylint: disable=wrong-import-position
 
@@ -74,7 +74,8 @@ def run_streaming(command, env, cwd, log_path, timeout=600, echo=False):
     # line appears (a block-buffered file showed a line only some 8 KiB later).
     with open(log_path, 'w', encoding='utf-8', buffering=1) as log:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, env=env, cwd=cwd, text=True)
+                                   stdin=subprocess.DEVNULL, env=env, cwd=cwd, text=True,
+                                   preexec_fn=ends_with_this_process())
         output_pipe = os.fstat(process.stdout.fileno()).st_ino
         stopped, output_closed = threading.Event(), threading.Event()
 

@@ -28,7 +28,7 @@ REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'simulator'))
 
 from imds_simulator.json_lines import read_complete_lines  # noqa: E402  (path set just above)
-from imds_simulator.process import SimulatorProcess  # noqa: E402  (path set just above)
+from imds_simulator.process import SimulatorProcess, ends_with_this_process  # noqa: E402  (path set just above)
 
 PROGRAM = os.environ.get('SCHEDULED_EVENTS_SERVICE_PROGRAM') or os.path.join(
     REPO_ROOT, 'roles', 'scheduled_events_service', 'files', 'scheduled-events-service')
@@ -201,7 +201,7 @@ class Daemon(object):
             self.write_config()
         self.log_handle = open(self.log_file, 'a')
         self.process = subprocess.Popen(self.command(*arguments), stdout=self.log_handle, stderr=subprocess.STDOUT,
-                                        env=self.environment(kwargs.get('env')))
+                                        env=self.environment(kwargs.get('env')), preexec_fn=ends_with_this_process())
         wait_until(lambda: self.log_contains('polling ') or self.process.poll() is not None, 20, what='daemon start')
         assert self.process.poll() is None, 'daemon exited at start:\n' + self.log_text()
         return self.process

@@ -13,9 +13,15 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
+
+SIMULATOR_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'simulator')
+if SIMULATOR_DIR not in sys.path:
+    sys.path.insert(0, SIMULATOR_DIR)
+from imds_simulator.process import ends_with_this_process  # noqa: E402 pylint: disable=wrong-import-position
 
 ADMIN_DRAIN = 0x08  # srv_admin_state bits of "show servers state": forced drain
 ADMIN_MAINT = 0x01  # forced maintenance
@@ -145,7 +151,7 @@ class HAProxy:
             self._log.close()
         self._log = open(self.log_path, 'w')
         self.process = subprocess.Popen([binary, '-db', '-f', config_path], stdout=self._log, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL)
+                                        stdin=subprocess.DEVNULL, preexec_fn=ends_with_this_process())
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -11,21 +11,60 @@ runs on one machine never meet. Everything the process writes (pid file,
 log, ready file, config) stays in ``work_dir``. The simulator runs for the
 process that started it (``--stop-with``): when that process is killed
 before it can stop the simulator, the simulator stops itself.
+
+Programs a test starts in the foreground of its own process (a daemon,
+HAProxy, ansible-rulebook, ansible-playbook) get the same promise from
+``ends_with_this_process``:
+
+    subprocess.Popen(argv, preexec_fn=ends_with_this_process())
 """
 
+import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
 
 from .cli import read_ready_file
 from .control_client import SimulatorControl
 
-__all__ = ['SimulatorProcess', 'SimulatorStartError', 'SCRIPT']
+__all__ = ['SimulatorProcess', 'SimulatorStartError', 'SCRIPT', 'ends_with_this_process']
 
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'imds-simulator')
 _START_TIMEOUT_SECONDS = 60
 _STOP_TIMEOUT_SECONDS = 30
+# prctl(2): the signal a process gets when the thread that started it ends.
+_PR_SET_PDEATHSIG = 1
+
+
+def ends_with_this_process():
+    """A ``preexec_fn`` for ``subprocess.Popen``: the program it starts is killed (SIGKILL) once the thread that
+    started it has ended, however it ended; None (nothing to do) off Linux.
+
+    A test that is killed (SIGKILL, a crashed pytest-xdist worker, a runner's
+    time-out) cannot stop what it started: a daemon would poll, HAProxy and
+    ansible-rulebook serve, a playbook run on, long after the run that
+    wanted them. The simulator watches its owner itself (``--stop-with``);
+    the programs under test are not ours to change, so the kernel is asked
+    to end them (PR_SET_PDEATHSIG, which outlives exec). It follows the
+    starting *thread*, so start them from a thread that lives as long as they
+    should: the test's own, or one that waits for them.
+    """
+    if not sys.platform.startswith('linux'):
+        return None
+    # Looked up here, in the starting process: the child does as little as it can between fork and exec.
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    starter = os.getpid()
+
+    def ask_to_end_with_the_starter():
+        if prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), 'prctl(PR_SET_PDEATHSIG) failed')
+        # The starter ended before the request was made: no signal would come.
+        if os.getppid() != starter:
+            os._exit(1)
+
+    return ask_to_end_with_the_starter
 
 
 class SimulatorStartError(RuntimeError):

@@ -246,6 +246,47 @@ def test_a_simulator_stops_itself_once_the_test_process_that_started_it_is_kille
             os.kill(simulator['pid'], signal.SIGKILL)
 
 
+# A test process that starts two programs, one as the harnesses start what
+# they test (ends_with_this_process) and one plainly, prints both pids and
+# waits to be killed.
+STARTER = '''
+import subprocess, sys, time
+sys.path.insert(0, sys.argv[1])
+from imds_simulator.process import ends_with_this_process
+program = [sys.executable, '-c', 'import time; time.sleep(600)']
+ending = subprocess.Popen(program, preexec_fn=ends_with_this_process())
+plain = subprocess.Popen(program)
+print(ending.pid, plain.pid, flush=True)
+time.sleep(600)
+'''
+
+
+def test_a_program_started_to_end_with_the_test_process_ends_once_that_process_is_killed():
+    starter = subprocess.Popen([sys.executable, '-c', STARTER, os.path.dirname(SCRIPT)], stdout=subprocess.PIPE,
+                               text=True)
+    started = []
+    try:
+        started = [int(pid) for pid in starter.stdout.readline().split()]
+        assert len(started) == 2 and not any(is_gone(pid) for pid in started)
+        ending, plain = started
+        starter.kill()
+        starter.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not is_gone(ending):
+            time.sleep(0.1)
+        assert is_gone(ending), 'the program outlived the test process that started it'
+        # What the harnesses did before: a program started plainly runs on.
+        assert not is_gone(plain)
+    finally:
+        if starter.poll() is None:
+            starter.kill()
+            starter.wait(timeout=30)
+        starter.stdout.close()
+        for pid in started:
+            if not is_gone(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.parametrize('pid_of', [ended_process, lambda: 0, lambda: -5])
 def test_stop_with_a_process_that_does_not_run_is_refused_before_anything_starts(tmp_path, pid_of):
     pid = pid_of()
