@@ -63,7 +63,8 @@ import time
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO_ROOT, 'tests', 'rolling'))
 
-from rolling_harness import PLAYBOOK, RollingWorld, ends_with_this_process, parse_iso  # noqa: E402 pylint: disable=wrong-import-position
+from rolling_harness import PLAYBOOK, RollingWorld, parse_iso  # noqa: E402 pylint: disable=wrong-import-position
+from imds_simulator.process import ends_with_this_process  # noqa: E402 pylint: disable=wrong-import-position
 
 from process_figures import cpu_seconds, load_average, memory_kib  # noqa: E402 pylint: disable=wrong-import-position
 

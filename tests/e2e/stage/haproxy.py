@@ -13,15 +13,11 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 
-SIMULATOR_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'simulator')
-if SIMULATOR_DIR not in sys.path:
-    sys.path.insert(0, SIMULATOR_DIR)
-from imds_simulator.process import ends_with_this_process  # noqa: E402 pylint: disable=wrong-import-position
+from imds_simulator.process import ends_with_this_process  # on the path: see __init__.py
 
 ADMIN_DRAIN = 0x08  # srv_admin_state bits of "show servers state": forced drain
 ADMIN_MAINT = 0x01  # forced maintenance

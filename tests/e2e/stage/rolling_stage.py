@@ -21,11 +21,9 @@ from .load import LoadGenerator
 HERE = os.path.dirname(os.path.abspath(__file__))
 E2E_DIR = os.path.dirname(HERE)
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(E2E_DIR))
-SIMULATOR_DIR = os.path.join(COLLECTION_ROOT, 'tests', 'simulator')
 PLAYBOOK = 'azure_maintenance.scheduled_events.rolling_maintenance'
 
-if SIMULATOR_DIR not in sys.path:
-    sys.path.insert(0, SIMULATOR_DIR)
+# The simulator's package is on the path already (__init__.py).
 ROLLING_TESTS_DIR = os.path.join(COLLECTION_ROOT, 'tests', 'rolling')
 if ROLLING_TESTS_DIR not in sys.path:
     sys.path.insert(0, ROLLING_TESTS_DIR)

@@ -48,9 +48,9 @@ def ends_with_this_process():
     wanted them. The simulator watches its owner itself (``--stop-with``);
     the programs under test run as users run them, with no option of the
     tests' own, so the kernel is asked to end them (PR_SET_PDEATHSIG, which
-    outlives exec). It follows the
-    starting *thread*, so start them from a thread that lives as long as they
-    should: the test's own, or one that waits for them.
+    outlives exec). It follows the starting *thread*, so start them from a
+    thread that lives as long as they should: the test's own, or one that
+    waits for them.
     """
     if not sys.platform.startswith('linux'):
         return None

@@ -37,6 +37,14 @@ def is_gone(pid):
         return True
 
 
+def ends_within(pid, seconds):
+    """True once ``pid`` has ended (``is_gone``), False if it still runs after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not is_gone(pid):
+        time.sleep(0.1)
+    return is_gone(pid)
+
+
 @pytest.fixture
 def background(tmp_path):
     """Start a --background simulator; it is stopped (and checked gone) afterwards."""
@@ -227,10 +235,7 @@ def test_a_simulator_stops_itself_once_the_test_process_that_started_it_is_kille
         # SIGKILL: the holder's `with` blocks and finalizers never run.
         holder.kill()
         holder.wait(timeout=30)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not is_gone(simulator['pid']):
-            time.sleep(0.1)
-        assert is_gone(simulator['pid']), 'the simulator outlived the process it ran for'
+        assert ends_within(simulator['pid'], 30), 'the simulator outlived the process it ran for'
         # It stopped the way --stop stops it: pid file removed, ports closed, the reason logged.
         assert not os.path.exists(simulator['pidfile'])
         with open(simulator['log'], encoding='utf-8') as log:
@@ -271,10 +276,7 @@ def test_a_program_started_to_end_with_the_test_process_ends_once_that_process_i
         ending, plain = started
         starter.kill()
         starter.wait(timeout=30)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not is_gone(ending):
-            time.sleep(0.1)
-        assert is_gone(ending), 'the program outlived the test process that started it'
+        assert ends_within(ending, 30), 'the program outlived the test process that started it'
         # What the harnesses did before: a program started plainly runs on.
         assert not is_gone(plain)
     finally:
