@@ -67,7 +67,8 @@ STAGES=(
     # The venvs of ansible-core 2.16, 2.17 and 2.18 (first time only) [35 s]:
     # first, as every matrix stage needs them.
     "matrix-venvs:${MATRIX_VENVS}"
-    # tests/rolling on this venv's core (2.19) in two workers [330 s].
+    # tests/rolling on this venv's core (2.19) in three workers [230 s; 380 s
+    # in two, when it was the last stage to end].
     "rolling-system-tests:run-rolling-system-tests.sh"
     # The service role's target, which also runs the daemon's suite against
     # the installed program and the role's runs under systemd (a stand-in)

@@ -44,7 +44,7 @@ PLUGIN_TARGETS="module_scheduled_events_info module_scheduled_events_approve loo
 # rounds going on from one play of rounds to the next. The scenarios left to
 # the newest core differ only in the events they play, and those are decided
 # in Python that does not depend on the core. One scenario at a time: make
-# test runs these jobs beside the newest core's, which has the two workers.
+# test runs these jobs beside the newest core's, which has three workers.
 # tests/tooling/tests/test_matrix_rolling_jobs.py checks that every -k below
 # still selects what it names.
 ROLLING_ALL="env PYTEST_WORKERS=0 SYSTEM_TEST_SUITES=tests/rolling bash tests/tooling/run-system-tests.sh"

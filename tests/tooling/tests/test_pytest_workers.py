@@ -10,6 +10,7 @@ import pytest
 TOOLING = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMMON_SH = os.path.join(TOOLING, 'common.sh')
 XDIST_TWO = ['-n', '2', '--dist', 'worksteal']
+XDIST_THREE = ['-n', '3', '--dist', 'worksteal']
 # pytest, with the plugin that lists the tests that used the most CPU.
 PYTEST = ['-m', 'pytest', '-p', 'cpu_per_test']
 
@@ -41,7 +42,7 @@ def run_pytest_in_workers(tmp_path, arguments, **workers_env):
     # The default: two workers, where PYTEST_WORKERS is unset or empty.
     ({}, ['tests/unit', '-q'], PYTEST + XDIST_TWO + ['tests/unit', '-q']),
     ({'PYTEST_WORKERS': ''}, ['tests/unit'], PYTEST + XDIST_TWO + ['tests/unit']),
-    ({'PYTEST_WORKERS': '3'}, ['tests/unit'], PYTEST + ['-n', '3', '--dist', 'worksteal', 'tests/unit']),
+    ({'PYTEST_WORKERS': '3'}, ['tests/unit'], PYTEST + XDIST_THREE + ['tests/unit']),
     # xdist's options come before the caller's, so a -n of the caller's wins.
     ({}, ['tests/unit', '-n', '0'], PYTEST + XDIST_TWO + ['tests/unit', '-n', '0']),
     # None: pytest's own process, and no xdist option at all (the e2e, the matrix venvs' rolling jobs).
@@ -62,7 +63,10 @@ def test_a_number_of_workers_that_is_not_whole_is_refused(tmp_path, workers):
 
 
 @pytest.mark.parametrize('workers_env, expected_xdist', [
-    ({}, XDIST_TWO),
+    # Three where neither is set: the scenarios mostly wait.
+    ({}, XDIST_THREE),
+    ({'PYTEST_WORKERS': ''}, XDIST_THREE),
+    ({'PYTEST_WORKERS': '2'}, XDIST_TWO),
     ({'PYTEST_WORKERS': '0'}, []),
     # ROLLING_WORKERS, where set, wins for the rolling scenarios alone.
     ({'PYTEST_WORKERS': '0', 'ROLLING_WORKERS': '2'}, XDIST_TWO),
