@@ -7,11 +7,9 @@
 # pytest-xdist workers take the scenarios in turn: ROLLING_WORKERS of them
 # where it is set, else as many as PYTEST_WORKERS says where that is set,
 # else 3. Three, not the two of the other suites: with two, this stage was the
-# last to end in make test (480 s) while the cores had time to spare; with
-# three it ended in 312 s, the cores busy throughout, for the same CPU
-# (docs/development.md has the figures). Alone, on an idle machine: 380 s in
-# two workers, 230 s in three. Every scenario has its own simulator, ports and
-# folder.
+# last to end in make test while the cores had time to spare; with three it
+# ends well before the others for the same CPU (docs/development.md has the
+# figures). Every scenario has its own simulator, ports and folder.
 set -euo pipefail
 PYTEST_WORKERS="${ROLLING_WORKERS:-${PYTEST_WORKERS:-3}}" SYSTEM_TEST_SUITES="tests/rolling" \
     exec bash "$(dirname "${BASH_SOURCE[0]}")/run-system-tests.sh" "$@"
