@@ -60,6 +60,15 @@ LOG_DIR="${RUN_DIR}/logs"
 mkdir -p "${LOG_DIR}"
 echo "make test: working in ${RUN_DIR}, ${SLOTS} stages at a time"
 
+# How fast this machine is, measured before any stage starts (a few seconds),
+# so that stage times from different machines can be compared
+# (tests/tooling/machine_speed.py). Only a figure: a failure here fails nothing.
+speed_python="${VENV_PYTHON}"
+[[ -x "${speed_python}" ]] || speed_python="python3"
+MACHINE_SPEED="$("${speed_python}" "${TOOLING_DIR}/machine_speed.py" 2>&1)" \
+    || MACHINE_SPEED="machine speed: not measured (${MACHINE_SPEED##*$'\n'})"
+echo "${MACHINE_SPEED}"
+
 # A stage is "name:script [arguments]", longest first (seconds alone on an
 # idle 2-core machine in brackets, from the stage summaries).
 SERVICE_TARGET="role_scheduled_events_service"
@@ -213,6 +222,7 @@ done
 # The work of the run against its wall time (docs/development.md says what
 # the CPU figure bounds and what it does not).
 echo "  the stages used ${total_cpu} CPU-s in ${SECONDS}s on $(nproc) core(s)"
+echo "  ${MACHINE_SPEED}"
 
 if [[ ${failed} -ne 0 ]]; then
     echo "make test: FAILED (see the stages marked FAILED above; logs kept in ${LOG_DIR})"

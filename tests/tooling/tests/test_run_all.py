@@ -38,8 +38,13 @@ echo "log line of ${stage}"
 '''
 
 
-def start_run_all(tmp_path, **env_overrides):
+# A stand-in for tests/tooling/machine_speed.py, whose real figures take seconds to measure.
+MACHINE_SPEED = "print('machine speed: stand-in figures')\n"
+
+
+def start_run_all(tmp_path, machine_speed=MACHINE_SPEED, **env_overrides):
     tooling = stand_in_tooling(tmp_path, ('run-all.sh', 'common.sh'), STAGE_SCRIPTS, STAND_IN)
+    (tooling / 'machine_speed.py').write_text(machine_speed, encoding='utf-8')
     stand_in_dir = tmp_path / 'stand-in'
     stand_in_dir.mkdir()
     temporary = tmp_path / 'tmp'
@@ -99,6 +104,18 @@ def test_four_stages_at_a_time_longest_first_each_once_the_matrix_after_its_venv
     # Each stage's log is printed whole, then its line; the summary names every stage.
     assert re.search(r'log line of units\n\n---- stage units: ok after \d+s', output), output
     assert re.search(r'^  build +ok +\d+s +\d+ CPU-s  from \+\d+s$', output, re.M), output
+    # How fast the machine was: measured before the first stage, and in the summary.
+    assert output.index('machine speed: stand-in figures') < output.index('---- stage'), output
+    assert re.search(r'CPU-s in \d+s on \d+ core\(s\)\n  machine speed: stand-in figures\n', output), output
+    assert 'make test: every stage succeeded' in output
+
+
+def test_a_machine_speed_that_cannot_be_measured_is_said_and_fails_nothing(tmp_path):
+    failing = "import sys\nprint('something went wrong')\nsys.exit('no fork here')\n"
+    process, stand_in_dir = start_run_all(tmp_path, machine_speed=failing)
+    _first, output = release_when_started(process, stand_in_dir, 4)
+    assert process.returncode == 0, output
+    assert '\n  machine speed: not measured (no fork here)\n' in output, output
     assert 'make test: every stage succeeded' in output
 
 
