@@ -35,8 +35,9 @@ import statistics
 import sys
 import time
 
-# Bytes of one object of the forked process's heap (a small dict of short strings and numbers).
-OBJECT_BYTES = 600
+# Bytes one object of the forked process's heap takes: a small dict, its name and number, its slot in the list
+# (measured with tracemalloc; tests/tooling/tests/test_machine_speed.py checks it).
+OBJECT_BYTES = 300
 WORD = re.compile(r'[a-z]+_(\d+)')
 
 
@@ -101,7 +102,7 @@ def measure_forks(heap, forks):
 def parse_arguments(argv):
     parser = argparse.ArgumentParser(description='How fast this machine runs Python and forks a process.')
     parser.add_argument('--repeat', type=int, default=3, help='measurements of each figure (their median is shown)')
-    parser.add_argument('--forks', type=int, default=40, help='forks per measurement')
+    parser.add_argument('--forks', type=int, default=30, help='forks per measurement')
     parser.add_argument('--megabytes', type=int, default=64, help='MB of objects the forked process holds')
     arguments = parser.parse_args(argv)
     for name in ('repeat', 'forks', 'megabytes'):
