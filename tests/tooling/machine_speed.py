@@ -30,10 +30,13 @@ import copy
 import json
 import os
 import re
-import resource
 import statistics
 import sys
 import time
+
+# The CPU of this process and of the children it has waited for, as the stages' per-test figures count it.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'pytest_plugins'))
+from cpu_per_test import cpu_seconds_used  # noqa: E402 pylint: disable=wrong-import-position,import-error
 
 # Bytes one object of the forked process's heap takes: a small dict, its name and number, its slot in the list
 # (measured with tracemalloc; tests/tooling/tests/test_machine_speed.py checks it).
@@ -53,11 +56,6 @@ def python_work():
         text = json.dumps(state, sort_keys=True)
         checksum += len(json.loads(text)) + sum(int(number) for number in WORD.findall(text[:4000]))
     return checksum
-
-
-def cpu_seconds(who):
-    usage = resource.getrusage(who)
-    return usage.ru_utime + usage.ru_stime
 
 
 def measure_python():
@@ -84,18 +82,18 @@ def touch(heap, part, parts):
 def measure_forks(heap, forks):
     """CPU seconds of one fork of this process, parent and child together."""
     parts = 8
-    before = cpu_seconds(resource.RUSAGE_SELF) + cpu_seconds(resource.RUSAGE_CHILDREN)
+    before = cpu_seconds_used()
     for number in range(forks):
         pid = os.fork()
         if pid == 0:
             # The child: read a part, then leave without Python's clean-up (as a worker's end costs nothing here).
             touch(heap, number % parts, parts)
-            os._exit(0)  # pylint: disable=protected-access
+            os._exit(0)
         touch(heap, (number + parts // 2) % parts, parts)
         _pid, status = os.waitpid(pid, 0)
         if status != 0:
             raise RuntimeError('a forked child ended with status %d' % status)
-    after = cpu_seconds(resource.RUSAGE_SELF) + cpu_seconds(resource.RUSAGE_CHILDREN)
+    after = cpu_seconds_used()
     return (after - before) / forks
 
 
