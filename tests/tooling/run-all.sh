@@ -63,9 +63,7 @@ echo "make test: working in ${RUN_DIR}, ${SLOTS} stages at a time"
 # How fast this machine is, measured before any stage starts (a few seconds),
 # so that stage times from different machines can be compared
 # (tests/tooling/machine_speed.py). Only a figure: a failure here fails nothing.
-speed_python="${VENV_PYTHON}"
-[[ -x "${speed_python}" ]] || speed_python="python3"
-MACHINE_SPEED="$("${speed_python}" "${TOOLING_DIR}/machine_speed.py" 2>&1)" \
+MACHINE_SPEED="$("${VENV_PYTHON}" "${TOOLING_DIR}/machine_speed.py" 2>&1)" \
     || MACHINE_SPEED="machine speed: not measured (${MACHINE_SPEED##*$'\n'})"
 echo "${MACHINE_SPEED}"
 

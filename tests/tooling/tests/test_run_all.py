@@ -50,7 +50,8 @@ def start_run_all(tmp_path, machine_speed=MACHINE_SPEED, **env_overrides):
     temporary = tmp_path / 'tmp'
     temporary.mkdir()
     env = {key: value for key, value in os.environ.items() if key not in ('MAKE_TEST_SLOTS', 'FAIL_STAGE')}
-    env.update(STAND_IN_DIR=str(stand_in_dir), TMPDIR=str(temporary), **env_overrides)
+    # The stand-in repository has no .venv: the machine speed runs with the tests' own Python.
+    env.update(STAND_IN_DIR=str(stand_in_dir), TMPDIR=str(temporary), VENV_DIR=sys.prefix, **env_overrides)
     process = subprocess.Popen(['bash', str(tooling / 'run-all.sh')], env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
     return process, stand_in_dir
