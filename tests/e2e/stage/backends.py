@@ -16,6 +16,9 @@ server) when an event hits a VM and when it ends:
 Impacts can overlap on one VM (a User reboot during a Freeze): the backend
 keeps every impact running on it and is down while any restart runs, frozen
 while only freezes run, and up once the last one has ended.
+
+Each backend counts the requests of the service (health checks aside) that a
+freeze held: with draining there must be none.
 """
 
 import http.server
@@ -50,10 +53,13 @@ class _QuietHandler(http.server.BaseHTTPRequestHandler):
 class _BackendHandler(_QuietHandler):
     def do_GET(self):  # noqa: N802 - http.server's naming
         backend = self.server.backend
-        backend.wait_while_frozen()
-        if self.path != '/health':
+        # HAProxy checks the health of drained servers too: only the
+        # service's requests count as held, and each once.
+        of_the_service = self.path != '/health'
+        held = backend.wait_while_frozen(count=of_the_service)
+        if of_the_service:
             time.sleep(backend.work_seconds)
-            backend.wait_while_frozen()
+            backend.wait_while_frozen(count=not held)
         backend.count_request()
         self._answer(200, '%s ok\n' % backend.name, {'X-Backend': backend.name})
 
@@ -106,6 +112,10 @@ class Backend:
         self.work_seconds = work_seconds
         self.state = 'stopped'
         self.requests = 0
+        # Requests of the service (not health checks) a freeze held: what
+        # draining exists to prevent, and what no retry can save.
+        self.held_requests = 0
+        self.waiting_while_frozen = 0  # requests, health checks included, a freeze is holding now
         self._lock = threading.Lock()
         self._running = threading.Event()
         self._running.set()
@@ -124,8 +134,19 @@ class Backend:
         with self._lock:
             self.requests += 1
 
-    def wait_while_frozen(self):
-        self._running.wait(FREEZE_LIMIT_SECONDS)
+    def wait_while_frozen(self, count=False):
+        """Wait while the VM is frozen, counting the request as held if ``count``; whether it was frozen."""
+        if self._running.is_set():
+            return False
+        with self._lock:
+            self.held_requests += 1 if count else 0
+            self.waiting_while_frozen += 1
+        try:
+            self._running.wait(FREEZE_LIMIT_SECONDS)
+        finally:
+            with self._lock:
+                self.waiting_while_frozen -= 1
+        return True
 
     def start(self):
         self._listener = _Listener((self.host, self.port), self)
@@ -229,6 +250,10 @@ class BackendFleet:
             backend.begin_impact(event_id, event_type)
         elif phase == 'end':
             backend.end_impact(event_id)
+
+    def held_by_freeze(self):
+        """VM name -> how many requests of the service a freeze held there, for the VMs where any was."""
+        return dict((name, backend.held_requests) for name, backend in self.backends.items() if backend.held_requests)
 
     def impact_log(self):
         with self._lock:

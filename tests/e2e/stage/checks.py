@@ -16,8 +16,8 @@ def run_scenario(workdir, drain=True, approve=True, settle_seconds=1.0, steps=No
     """Run the maintenance scenario (or ``steps`` of it) under load with the rolling playbook.
 
     Returns a dict with the playbook's exit code, log, seconds, the load
-    summary, the simulator's approvals, events and impacts, HAProxy's state
-    changes and the report.
+    summary, the simulator's approvals, events and impacts, the requests
+    frozen backends held, HAProxy's state changes and the report.
     """
     with RollingStage(workdir, **stage_options) as stage:
         load = stage.start_load()
@@ -40,6 +40,7 @@ def run_scenario(workdir, drain=True, approve=True, settle_seconds=1.0, steps=No
             'approvals': [approval for approval in stage.control.approvals() if approval['status'] == 200],
             'events': dict((event['id'], event) for event in stage.control.state()['events']),
             'impacts': stage.fleet.impact_log(),
+            'held_by_freeze': stage.fleet.held_by_freeze(),
             'haproxy_changes': list(stage.watcher.changes) if stage.watcher is not None else [],
             'report': report, 'report_html': report_html,
         }

@@ -5,12 +5,27 @@
 A request fails when it gets no answer within the client time-out, a
 connection error, or any status other than 200. Each request uses its own
 connection, so a failure is always the service's, never a stale keep-alive
-connection of the client.
+connection of the client. The summary counts failures by kind: a time-out
+(HAProxy's 504 when a server does not answer within its server time-out, or
+no answer within the client's) is told apart from the rest (no server left
+in a pool, a connection cut that retries could not save).
 """
 
 import http.client
 import threading
 import time
+
+
+TIME_OUT = 'time-out'
+
+
+def failure_kind(status, error):
+    """What went wrong with a request that failed: TIME_OUT, 'status <code>' or the error's type."""
+    if status == 504 or (status is None and (error or '').startswith('TimeoutError')):
+        return TIME_OUT
+    if status is not None:
+        return 'status %d' % status
+    return (error or 'error').partition(':')[0]
 
 
 class LoadGenerator:
@@ -79,8 +94,12 @@ class LoadGenerator:
         for result in results:
             if result[4]:
                 by_backend[result[4]] = by_backend.get(result[4], 0) + 1
-        return {'requests': len(results), 'failed': len(failures), 'seconds': round(seconds, 2),
-                'rate': round(len(results) / seconds, 1), 'by_backend': by_backend,
+        failed_by_kind = {}
+        for failure in failures:
+            kind = failure_kind(failure[2], failure[3])
+            failed_by_kind[kind] = failed_by_kind.get(kind, 0) + 1
+        return {'requests': len(results), 'failed': len(failures), 'failed_by_kind': failed_by_kind,
+                'seconds': round(seconds, 2), 'rate': round(len(results) / seconds, 1), 'by_backend': by_backend,
                 'failures': [{'time': f[0], 'path': f[1], 'status': f[2], 'error': f[3]} for f in failures[:50]]}
 
     def rate_between(self, start, end):
