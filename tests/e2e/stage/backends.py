@@ -139,7 +139,8 @@ class Backend:
         if self._running.is_set():
             return False
         with self._lock:
-            self.held_requests += 1 if count else 0
+            if count:
+                self.held_requests += 1
             self.waiting_while_frozen += 1
         try:
             self._running.wait(FREEZE_LIMIT_SECONDS)
