@@ -33,7 +33,7 @@ test: bootstrap ## run every stage, four at a time (MAKE_TEST_SLOTS=n): units, s
 ci-fresh: ## run .ci/run on a fresh clone of HEAD with an empty HOME and TMPDIR, as a new machine would
 	bash $(TOOLING)/ci-fresh.sh
 
-load-test: bootstrap ## the system tests 3 times in a row while every core is kept busy (ROUNDS=n)
+load-test: bootstrap ## the unit, simulator, system, rolling and e2e tests 3 times in a row while every core is kept busy (ROUNDS=n)
 	bash $(TOOLING)/run-under-load.sh
 
 cpu-profile: bootstrap ## make test with process accounting on (root): the CPU of each stage by kind of work
