@@ -4,7 +4,8 @@
 
 A stand-in suite notes the TMPDIR and BUILD_DIR it was given and writes a
 file into each, as pytest and the staging of the collection do; the suite
-named by FAIL_SUITE fails in the round named by FAIL_ROUND.
+named by FAIL_SUITE fails in the round named by FAIL_ROUND. A round is
+counted by the runs of the suite that opens it (FIRST_SUITE).
 """
 
 import os
@@ -21,7 +22,7 @@ set -euo pipefail
 echo "$(basename "$0") ${TMPDIR} ${BUILD_DIR}" >>"${STAND_IN_NOTES}"
 mkdir -p "${TMPDIR}/pytest-of-someone" "${BUILD_DIR}"
 touch "${TMPDIR}/pytest-of-someone/left" "${BUILD_DIR}/staged"
-round=$(grep -c '^run-units.sh ' "${STAND_IN_NOTES}")
+round=$(grep -c "^${FIRST_SUITE} " "${STAND_IN_NOTES}")
 [[ "$(basename "$0")" != "${FAIL_SUITE:-}" || "${round}" != "${FAIL_ROUND:-}" ]] || exit 4
 '''
 
@@ -32,7 +33,8 @@ def run_under_load(tmp_path, rounds, fail_round='', fail_suite='run-e2e-tests.sh
     temporary.mkdir()
     notes = tmp_path / 'notes'
     env = dict(os.environ, ROUNDS=str(rounds), FAIL_ROUND=str(fail_round), FAIL_SUITE=fail_suite,
-               STAND_IN_NOTES=str(notes), TMPDIR=str(temporary), VENV_DIR=sys.prefix, BURN_LIMIT_SECONDS='60')
+               FIRST_SUITE=SUITE_SCRIPTS[0], STAND_IN_NOTES=str(notes), TMPDIR=str(temporary),
+               VENV_DIR=sys.prefix, BURN_LIMIT_SECONDS='60')
     env.pop('BUILD_DIR', None)
     result = subprocess.run(['bash', str(tooling / 'run-under-load.sh')], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, timeout=120, check=False)
