@@ -7,6 +7,13 @@ retries that resend a request to another server when a server refused the
 connection or closed it without answering. What retries cannot save is a
 request a server accepted and never answered (a frozen VM): only draining
 before maintenance avoids those.
+
+A health check has as long to be answered as a request (``timeout check``
+and ``timeout server``, 1 s): the checker must not take a server out of the
+pool while it still answers requests in time (tests/e2e/test_stage_haproxy.py
+says what a shorter one did on a busy machine). A frozen or restarting
+server is still found out: a restart refuses the connection at once, and a
+freeze never answers.
 """
 
 import os
@@ -38,7 +45,7 @@ defaults
     timeout connect 500ms
     timeout client 30s
     timeout server 1s
-    timeout check 300ms
+    timeout check 1s
     timeout http-keep-alive 30s
 
 frontend service
