@@ -38,8 +38,7 @@ def wait_for_lines(path, count, timeout=5.0):
 
 def test_config_impact_command_runs_start_then_end_per_vm(make_sim, recorder):
     command, output = recorder
-    # The clock all but stops between moves, as in the default-length test below.
-    sim = make_sim(world_config(impact_command=command, speed=0.001))
+    sim = make_sim(world_config(impact_command=command))
     event_id = sim.control.create_event('Freeze', ['vm0', 'vm1'], duration_seconds=5)
     sim.approve('vm0', event_id)
     lines = wait_for_lines(output, 2)
@@ -134,10 +133,7 @@ def test_a_reset_lets_the_running_command_finish_and_drops_the_old_worlds_waitin
 
 def test_impact_seconds_default_to_7_when_duration_unknown(make_sim, recorder):
     command, output = recorder
-    # The clock all but stops between moves (a simulated millisecond a real
-    # second): at speed 1 the time the recorder took to start counted too, and
-    # with two make test at once it took over half a second, so 6.5 s were 7.
-    sim = make_sim(world_config(impact_command=command, speed=0.001))
+    sim = make_sim(world_config(impact_command=command))
     sim.control.create_event('Reboot', ['vm0'], hardware_failure=True)
     wait_for_lines(output, 1)
     sim.control.advance_clock(6.5)
