@@ -29,6 +29,7 @@ if ROLLING_TESTS_DIR not in sys.path:
     sys.path.insert(0, ROLLING_TESTS_DIR)
 from rolling_harness import (  # noqa: E402 pylint: disable=wrong-import-position
     ANSIBLE_TEST_CONFIG, collections_path, impacts_of, linger_to_skip_once_read, run_streaming, scenario_steps_due)
+from imds_simulator.clock import ALL_BUT_STOPPED  # noqa: E402 pylint: disable=wrong-import-position
 from imds_simulator.process import SimulatorProcess  # noqa: E402 pylint: disable=wrong-import-position
 
 GROUPS = {
@@ -378,7 +379,7 @@ class RollingStage:
                         self.control.advance_clock(seconds)
                 time.sleep(0.2)
                 continue
-            self.control.set_speed(0.001)
+            self.control.set_speed(ALL_BUT_STOPPED)
             try:
                 since = max([0] + [entry['seq'] for entry in self.control.log()])
                 unread = dict(starting)

@@ -11,7 +11,12 @@ import threading
 import time
 from email.utils import formatdate
 
-__all__ = ['SimClock', 'check_speed', 'epoch_of_utc', 'format_rfc1123', 'format_iso', 'parse_iso']
+__all__ = ['ALL_BUT_STOPPED', 'SimClock', 'check_speed', 'epoch_of_utc', 'format_rfc1123', 'format_iso', 'parse_iso']
+
+# A simulated millisecond a real second: the nearest a speed (always above 0)
+# comes to a stopped clock, for a test or a stage that wants only its own
+# moves of the clock to count, not the real time it takes between them.
+ALL_BUT_STOPPED = 0.001
 
 
 def format_rfc1123(epoch_seconds):

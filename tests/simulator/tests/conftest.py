@@ -14,6 +14,7 @@ SCRIPT = os.path.join(SIMULATOR_DIR, 'imds-simulator')
 if SIMULATOR_DIR not in sys.path:
     sys.path.insert(0, SIMULATOR_DIR)
 
+from imds_simulator.clock import ALL_BUT_STOPPED  # noqa: E402
 from imds_simulator.control_client import SimulatorControl  # noqa: E402
 from imds_simulator.simulator import Simulator  # noqa: E402
 
@@ -91,26 +92,22 @@ class Sim:
         return self.get(vm, method='POST', body=body, api_version=api_version)
 
 
-# A simulated millisecond a real second. Tests move the clock themselves and
-# often stop it just short of a moment (a NotBefore, an impact's end) to see
-# that nothing happened yet: at speed 1 the real time the test then takes
-# counts too, and on a loaded machine (two make test at once) starting the
-# impact recorder alone took over half a second, so 6.5 s of a 7 s impact
-# became 7 and the test saw the impact end. A test that needs the clock to run
-# by itself asks for its own speed.
-CLOCK_ALL_BUT_STOPPED = 0.001
-
-
 def world_config(vm_count=2, throttle=False, **extra):
     """A config of ``vm_count`` VMs in one group on ports the kernel chooses, throttle off unless asked.
 
-    The clock all but stops between the test's moves (``CLOCK_ALL_BUT_STOPPED``)
-    unless ``speed`` is given.
+    The clock all but stops between the test's moves (``ALL_BUT_STOPPED``)
+    unless ``speed`` is given. Tests move the clock themselves and often stop
+    it just short of a moment (a NotBefore, an impact's end) to see that
+    nothing happened yet: at speed 1 the real time the test then takes counts
+    too, and on a loaded machine (two make test at once) starting the impact
+    recorder alone took over half a second, so 6.5 s of a 7 s impact became 7
+    and the test saw the impact end. A test that needs the clock to run by
+    itself asks for its own speed.
     """
     vms = [{'name': 'vm%d' % index, 'listen': '127.0.0.1:0', 'group': 'avset',
             'platformUpdateDomain': str(index), 'platformFaultDomain': str(index % 2)}
            for index in range(vm_count)]
-    config = {'vms': vms, 'throttle': {'enabled': throttle, 'per_second': 5}, 'speed': CLOCK_ALL_BUT_STOPPED}
+    config = {'vms': vms, 'throttle': {'enabled': throttle, 'per_second': 5}, 'speed': ALL_BUT_STOPPED}
     config.update(extra)
     return config
 
