@@ -6,6 +6,7 @@ and ``stop()`` it; the command line does the same.
 
 import logging
 import threading
+import time
 
 from .clock import SimClock
 from .config import ConfigError, parse_listen, validate_config, validate_vm
@@ -27,7 +28,9 @@ _LOG = logging.getLogger('imds_simulator')
 class Simulator:
     """Everything one simulator process runs."""
 
-    def __init__(self, config, control_listen='127.0.0.1:18079'):
+    def __init__(self, config, control_listen='127.0.0.1:18079', monotonic=time.monotonic):
+        """``monotonic``: the real-time clock that the throttle's one-second window and the first-call delay count,
+        in seconds; a test passes one it moves itself."""
         self.control_address = parse_listen(control_listen, '--control')
         self.request_log = SequencedLog()
         self.approval_log = SequencedLog()
@@ -38,7 +41,7 @@ class Simulator:
         self.listeners = ImdsListeners(self)
         checked = validate_config(config)
         self.listeners.bind_any_ports(checked['vms'])
-        self.world = World(checked, self.clock, self.impacts, self.faults)
+        self.world = World(checked, self.clock, self.impacts, self.faults, monotonic=monotonic)
         self._control = None
         self._stopping = threading.Event()
         self._ticker = None

@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import sys
+import time
 
 import pytest
 
@@ -112,9 +113,29 @@ def world_config(vm_count=2, throttle=False, **extra):
     return config
 
 
+class StoppedRealTime:
+    """Stands in for ``time.monotonic`` and moves only when the test moves it.
+
+    The throttle's one-second window and the first-call delay count real time,
+    so a test that relied on the real clock held only while the machine
+    answered its requests quickly enough: with both cores busy, requests meant
+    to fall in one second can spread over more. With this clock the test says
+    how much real time passed.
+    """
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+    def advance(self, seconds):
+        self.now += seconds
+
+
 @contextlib.contextmanager
-def running(config):
-    simulator = Simulator(config, '127.0.0.1:0')
+def running(config, monotonic=time.monotonic):
+    simulator = Simulator(config, '127.0.0.1:0', monotonic=monotonic)
     simulator.start()
     try:
         yield Sim(simulator)
@@ -130,6 +151,6 @@ def sim():
 
 @pytest.fixture
 def make_sim():
-    """Start simulators with custom configs; all are stopped after the test."""
+    """Start simulators with custom configs (and ``monotonic=`` a real-time clock); all are stopped after the test."""
     with contextlib.ExitStack() as stack:
-        yield lambda config: stack.enter_context(running(config))
+        yield lambda config, **options: stack.enter_context(running(config, **options))

@@ -44,9 +44,10 @@ def test_delay_fault_answers_normally_after_the_delay(sim):
     response = sim.get('vm0')
     assert time.monotonic() - started >= 0.35
     assert response.status == 200 and response.json['DocumentIncarnation'] == 1
-    started = time.monotonic()
-    sim.get('vm0')
-    assert time.monotonic() - started < 0.3
+    # One fault, one request: the next is answered without it (the request
+    # log says so; a time bound would say it only on an idle machine).
+    assert sim.get('vm0').status == 200
+    assert [record['fault'] for record in sim.control.log(vm='vm0')] == ['delay', None]
 
 
 def test_clearing_the_faults_lets_a_held_request_go_on_at_once(sim):
