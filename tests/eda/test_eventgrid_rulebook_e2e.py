@@ -9,7 +9,6 @@ recording stand-in here) for the hosts of each new event only.
 
 import json
 import os
-import socket
 import sys
 import urllib.request
 
@@ -17,16 +16,10 @@ import pytest
 
 from eda_harness import RECORDING_ROLLING_PLAYBOOK, HarnessError, Rulebook, ensure_java, make_collection_tree
 from eda_harness import rulebook_command, wait_until
-from imds_simulator.process import SimulatorProcess
+from imds_simulator.process import SimulatorProcess, unused_port
 
 STARTUP_TIMEOUT = 120.0
 ACTION_TIMEOUT = 90.0
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(('127.0.0.1', 0))
-        return probe.getsockname()[1]
 
 
 def arm_settings(arm_url, settings=None):
@@ -49,7 +42,7 @@ def test_pushed_events_run_the_rolling_playbook_for_their_hosts(tmp_path):
     collections = str(tmp_path / 'collections')
     make_collection_tree(collections, {'rolling_maintenance.yml': RECORDING_ROLLING_PLAYBOOK})
     config = {'vms': [{'name': name, 'listen': '127.0.0.1:0', 'group': 'avset'} for name in ('vm0', 'vm1', 'vm2')]}
-    port = free_port()
+    port = unused_port()
     inventory = {'all': {'hosts': {host: {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}
                                    for host in ('web-0', 'web-1', 'web-2')},
                          'vars': {'record_dir': str(record_dir)}}}

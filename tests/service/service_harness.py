@@ -68,13 +68,6 @@ def unused_loopback_url(path='/metadata/scheduledevents'):
     return 'http://127.0.0.1:%d%s' % (port, path)
 
 
-def free_loopback_port():
-    """A port free right now; only for programs that cannot bind port 0 themselves: retry on EADDRINUSE."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(('127.0.0.1', 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope='session')
 def simulator_process(tmp_path_factory):
     """A simulator of our own on ports the kernel chose, stopped at the end."""

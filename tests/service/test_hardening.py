@@ -15,7 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from service_harness import approvals_of, free_loopback_port, wait_until
+from service_harness import approvals_of, wait_until
+from imds_simulator.process import unused_port  # on the path: service_harness puts it there
 
 # Upper bound of any wait on the daemon here; a regression fails instead of hanging.
 LIMIT_SECONDS = 30
@@ -62,7 +63,7 @@ def test_a_metrics_port_in_use_is_refused_by_check_and_at_start(simulator, daemo
 
 
 def test_a_reload_to_a_metrics_port_in_use_is_refused_and_the_service_goes_on(simulator, daemon):
-    port = free_loopback_port()
+    port = unused_port()
     daemon.add_hook('prepare', '10-record')
     daemon.write_config(metrics={'listen': '127.0.0.1:%d' % port})
     daemon.start()
@@ -190,7 +191,7 @@ def _scrape(port):
 
 
 def test_an_idle_metrics_connection_stalls_neither_polling_nor_reload_nor_stop(simulator, daemon):
-    port = free_loopback_port()
+    port = unused_port()
     daemon.add_hook('prepare', '10-record')
     daemon.write_config(metrics={'listen': '127.0.0.1:%d' % port})
     daemon.start()
@@ -199,7 +200,7 @@ def test_an_idle_metrics_connection_stalls_neither_polling_nor_reload_nor_stop(s
         event_id = simulator.create_event('Freeze', ['WestNO_0'])
         wait_until(lambda: 'scheduled_events_service_hooks_run_total{phase="prepare"} 1' in _scrape(port), LIMIT_SECONDS,
                    what='the hook counted')
-        new_port = free_loopback_port()
+        new_port = unused_port()
         daemon.write_config(metrics={'listen': '127.0.0.1:%d' % new_port})
         daemon.send_signal(signal.SIGHUP)
         wait_until(lambda: daemon.log_contains('configuration reloaded'), LIMIT_SECONDS, what='reload')

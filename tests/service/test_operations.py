@@ -14,7 +14,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from service_harness import approvals_of, free_loopback_port, unused_loopback_url, wait_until
+from service_harness import approvals_of, unused_loopback_url, wait_until
+from imds_simulator.process import unused_port  # on the path: service_harness puts it there
 
 
 # -- --check -----------------------------------------------------------------
@@ -207,7 +208,7 @@ def _scrape(port):
 def _start_with_metrics_port(daemon, attempts=5, **metrics):
     """Start the daemon serving metrics on a free port; another port if one was taken meanwhile."""
     for dummy in range(attempts):
-        port = free_loopback_port()
+        port = unused_port()
         daemon.write_config(metrics=dict(metrics, listen='127.0.0.1:%d' % port))
         try:
             daemon.start()

@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 
-from imds_simulator.process import ends_with_this_process  # on the path: see __init__.py
+from imds_simulator.process import ends_with_this_process, unused_port  # on the path: see __init__.py
 
 ADMIN_DRAIN = 0x08  # srv_admin_state bits of "show servers state": forced drain
 ADMIN_MAINT = 0x01  # forced maintenance
@@ -56,12 +56,6 @@ frontend service
 
 def haproxy_binary():
     return shutil.which('haproxy') or ('/usr/sbin/haproxy' if os.path.exists('/usr/sbin/haproxy') else None)
-
-
-def free_port(host):
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
 
 
 # A Unix socket path holds at most ~100 bytes (HAProxy says 97); test folders
@@ -96,7 +90,7 @@ class HAProxy:
     def __init__(self, workdir, host, pools, routes):
         self.workdir = workdir
         self.host = host
-        self.port = free_port(host)
+        self.port = unused_port(host)
         self._socket_dir = short_private_dir(workdir)
         self.socket = os.path.join(self._socket_dir, 'admin.sock')
         self.log_path = os.path.join(workdir, 'haproxy.log')
@@ -129,7 +123,7 @@ class HAProxy:
             except RuntimeError:
                 if attempt == attempts - 1 or not self._lost_its_port():
                     raise
-                self.port = free_port(self.host)
+                self.port = unused_port(self.host)
         return None
 
     def _lost_its_port(self):

@@ -17,25 +17,35 @@ HAProxy, ansible-rulebook, ansible-playbook) get the same promise from
 ``ends_with_this_process``:
 
     subprocess.Popen(argv, preexec_fn=ends_with_this_process())
+
+and those that cannot bind port 0 themselves (HAProxy, the daemon's metrics
+listener, an Event Grid receiver) get their port from ``unused_port``.
 """
 
 import ctypes
+import errno
 import json
 import os
+import random
 import signal
+import socket
 import subprocess
 import sys
 
 from .cli import read_ready_file
 from .control_client import SimulatorControl
 
-__all__ = ['SimulatorProcess', 'SimulatorStartError', 'SCRIPT', 'ends_with_this_process']
+__all__ = ['SimulatorProcess', 'SimulatorStartError', 'SCRIPT', 'ends_with_this_process', 'unused_port',
+           'ports_below_ephemeral_range']
 
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'imds-simulator')
 _START_TIMEOUT_SECONDS = 60
 _STOP_TIMEOUT_SECONDS = 30
 # prctl(2): the signal a process gets when the thread that started it ends.
 _PR_SET_PDEATHSIG = 1
+# Where Linux says which local ports it hands out by itself.
+EPHEMERAL_RANGE_FILE = '/proc/sys/net/ipv4/ip_local_port_range'
+_UNUSED_PORT_TRIES = 50
 
 
 def ends_with_this_process():
@@ -66,6 +76,54 @@ def ends_with_this_process():
             os._exit(1)
 
     return ask_to_end_with_the_starter
+
+
+def ports_below_ephemeral_range(range_text):
+    """The ports ``unused_port`` picks from, given the text of ip_local_port_range ("32768\t60999"): the upper
+    half of those below the range (16384-32767 there); none when the range starts too low to leave room, or the
+    text is not two port numbers.
+    """
+    try:
+        low, high = (int(field) for field in range_text.split())
+    except ValueError:
+        return range(0)
+    if not 1 <= low <= high <= 65535:
+        return range(0)
+    return range(max(1024, low // 2), low)
+
+
+def unused_port(host='127.0.0.1', range_file=EPHEMERAL_RANGE_FILE, rng=None):
+    """A port on ``host`` that nothing holds now, for a program that cannot bind port 0 itself.
+
+    It is taken at random below the kernel's ephemeral range: a port the
+    kernel picks (a bind to port 0, or the client end of every outgoing
+    connection) comes from that range, and on a machine busy with tests one
+    picked there was soon some connection's local port, before the program
+    meant to listen on it had started (the service role's target then saw
+    its metrics port "already in use by another program"). Below the range
+    only another pick like this one can take it, so a caller still retries
+    on EADDRINUSE. Where the range leaves no room (or off Linux), the kernel
+    picks, as a bind to port 0 does.
+    """
+    try:
+        with open(range_file, encoding='ascii') as handle:
+            candidates = ports_below_ephemeral_range(handle.read())
+    except OSError:
+        candidates = range(0)
+    rng = rng or random.SystemRandom()
+    family = socket.AF_INET6 if ':' in host else socket.AF_INET
+    for port in [rng.choice(candidates) for dummy in range(_UNUSED_PORT_TRIES)] if candidates else []:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind((host, port))
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise
+                continue
+            return port
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
 
 
 class SimulatorStartError(RuntimeError):
