@@ -36,7 +36,7 @@ from .cli import read_ready_file
 from .control_client import SimulatorControl
 
 __all__ = ['SimulatorProcess', 'SimulatorStartError', 'SCRIPT', 'ends_with_this_process', 'unused_port',
-           'ports_below_ephemeral_range']
+           'ports_below_ephemeral_range', 'EPHEMERAL_RANGE_FILE']
 
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'imds-simulator')
 _START_TIMEOUT_SECONDS = 60
