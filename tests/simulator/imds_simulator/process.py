@@ -112,8 +112,8 @@ def unused_port(host='127.0.0.1', range_file=EPHEMERAL_RANGE_FILE, rng=None):
         candidates = range(0)
     rng = rng or random.SystemRandom()
     family = socket.AF_INET6 if ':' in host else socket.AF_INET
-    tries = [rng.choice(candidates) for dummy in range(_UNUSED_PORT_TRIES)] if candidates else []
-    for port in tries:
+    for dummy in range(_UNUSED_PORT_TRIES if candidates else 0):
+        port = rng.choice(candidates)
         with socket.socket(family, socket.SOCK_STREAM) as probe:
             try:
                 probe.bind((host, port))
